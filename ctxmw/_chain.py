@@ -1,0 +1,123 @@
+"""The strategy chain: resolve ``prompt_strategies`` and apply it left to right."""
+
+from __future__ import annotations
+
+import inspect
+import os
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from ctxmw._registry import get_strategy
+from ctxmw.errors import Aborted, StrategyError, UsageError
+from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
+from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
+
+__all__ = ["apply_strategies", "prepare_prompt", "resolve_strategies"]
+
+NamedStrategy = tuple[str, Strategy]
+
+
+async def prepare_prompt(
+    messages: Sequence[dict[str, Any]],
+    prompt_strategies: StrategySpec = None,
+    *,
+    save_file: str | os.PathLike[str] | None = None,
+    settings: Settings | Mapping[str, Any] | None = None,
+    model: str | None = None,
+) -> Messages:
+    """Return the prompt the model would see: ``messages`` after the strategies.
+
+    The input list and its dicts are never mutated; unchanged messages are passed on as the
+    same objects.
+
+    Args:
+        messages: the full-fidelity transcript (OpenAI-format dicts).
+        prompt_strategies: ``None`` (the ``CTXMW_PROMPT_STRATEGIES`` setting, else
+            ``shorten_tools_epoch_increment,inbox``), ``"a,b"``, a callable, a list mixing names
+            and callables, or ``"none"``.
+        save_file: the conversation's transcript path; strategies such as ``inbox`` use it.
+        settings: a ``Settings`` or a mapping of overrides; unset keys come from the environment.
+        model: the litellm model name, passed to strategies.
+
+    Raises:
+        UnknownStrategyError: a name is not registered.
+        StrategyError: a strategy raised (the original is chained).
+        Aborted: the inbox held an ``abort`` file.
+    """
+    resolved = resolve_settings(settings)
+    ctx = StrategyContext(
+        settings=resolved,
+        save_file=Path(save_file) if save_file is not None else None,
+        model=model,
+    )
+    return await apply_strategies(messages, resolve_strategies(prompt_strategies, resolved), ctx)
+
+
+def resolve_strategies(spec: StrategySpec, settings: Settings) -> list[NamedStrategy]:
+    """Turn any accepted form of ``prompt_strategies`` into named callables, in order."""
+    if spec is None:
+        spec = settings.prompt_strategies
+        if spec is None:
+            spec = list(DEFAULT_STRATEGIES)
+    items: Sequence[str | Strategy]
+    if isinstance(spec, str):
+        items = [part.strip() for part in spec.split(",")]
+    elif callable(spec):
+        items = [spec]
+    elif isinstance(spec, Sequence):
+        items = spec
+    else:
+        raise UsageError(
+            f"prompt_strategies={spec!r} is not a strategy spec; pass None, 'a,b', a callable, "
+            "or a list of names and callables."
+        )
+    return [named for item in items if (named := _resolve_item(item)) is not None]
+
+
+def _resolve_item(item: str | Strategy) -> NamedStrategy | None:
+    if isinstance(item, str):
+        name = item.strip()
+        if name in ("", "none"):
+            return None
+        return name, get_strategy(name)
+    if callable(item):
+        return _callable_name(item), item
+    raise UsageError(
+        f"prompt_strategies item {item!r} is neither a strategy name nor a callable "
+        "(messages, ctx) -> list."
+    )
+
+
+async def apply_strategies(
+    messages: Sequence[dict[str, Any]], strategies: Sequence[NamedStrategy], ctx: StrategyContext
+) -> Messages:
+    """Feed ``messages`` through each strategy in turn and return the last output."""
+    if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
+        raise UsageError(
+            f"messages must be a list of OpenAI-format message dicts, got {type(messages).__name__}."
+        )
+    # A shallow copy: a strategy that appends to its input cannot touch the caller's list.
+    current: Messages = list(messages)
+    for name, strategy in strategies:
+        current = await _run_one(name, strategy, current, ctx)
+    return current
+
+
+async def _run_one(name: str, strategy: Strategy, messages: Messages, ctx: StrategyContext) -> Messages:
+    try:
+        result = strategy(messages, ctx)
+        if inspect.isawaitable(result):
+            result = await result
+    except Aborted:
+        raise
+    except Exception as exc:
+        raise StrategyError(name, exc) from exc
+    if not isinstance(result, list):
+        problem = TypeError(f"returned {type(result).__name__}, expected a list of messages")
+        raise StrategyError(name, problem)
+    return result
+
+
+def _callable_name(strategy: Strategy) -> str:
+    return str(getattr(strategy, "__qualname__", None) or type(strategy).__name__)

@@ -1,0 +1,115 @@
+"""Tool-call bookkeeping over a transcript: which call each result answers, in which group.
+
+One linear pass, no copies. Calls pair with results by id; material that does not pair (a result
+with no call, a call with no result, a malformed entry) is recorded as such and left alone.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from functools import lru_cache
+from typing import Any
+
+__all__ = ["Call", "ToolIndex", "call_key", "index_tools"]
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One completed call: a tool_call and the tool message that answers it.
+
+    Attributes:
+        f: forward number, 1..N, in the order of the result messages.
+        id: the tool_call id.
+        name: the function name ('' when missing).
+        arguments: the raw arguments (JSON text, as sent).
+        call_index: index of the assistant message holding the tool_call.
+        result_index: index of the tool message.
+    """
+
+    f: int
+    id: str
+    name: str
+    arguments: Any
+    call_index: int
+    result_index: int
+
+
+@dataclass(slots=True)
+class ToolIndex:
+    """Completed calls of a transcript and the groups they belong to.
+
+    Attributes:
+        calls: completed calls in forward order (``calls[f - 1].f == f``).
+        groups: assistant message index -> the forward number of each of its tool_calls, in
+            order, or None for an entry that has no result (or is malformed).
+        result_of: tool message index -> forward number of the call it answers.
+        last_user_index: index of the newest user message (-1 if none).
+    """
+
+    calls: list[Call] = field(default_factory=list)
+    groups: dict[int, list[int | None]] = field(default_factory=dict)
+    result_of: dict[int, int] = field(default_factory=dict)
+    last_user_index: int = -1
+
+
+def index_tools(messages: Sequence[Any]) -> ToolIndex:
+    """Pair every tool result with its call; one pass over ``messages``."""
+    index = ToolIndex()
+    pending: dict[str, tuple[int, int, dict[str, Any]]] = {}
+    for i, msg in enumerate(messages):
+        if not isinstance(msg, dict):
+            continue
+        role = msg.get("role")
+        if role == "assistant":
+            _open_group(index, pending, i, msg.get("tool_calls"))
+        elif role == "tool":
+            _close_call(index, pending, i, msg.get("tool_call_id"))
+        elif role == "user":
+            index.last_user_index = i
+    return index
+
+
+def _open_group(
+    index: ToolIndex, pending: dict[str, tuple[int, int, dict[str, Any]]], i: int, tool_calls: Any
+) -> None:
+    if not isinstance(tool_calls, list) or not tool_calls:
+        return
+    index.groups[i] = [None] * len(tool_calls)
+    for pos, tc in enumerate(tool_calls):
+        call_id = tc.get("id") if isinstance(tc, dict) else None
+        if isinstance(call_id, str) and call_id not in pending:
+            pending[call_id] = (i, pos, tc)
+
+
+def _close_call(
+    index: ToolIndex, pending: dict[str, tuple[int, int, dict[str, Any]]], i: int, call_id: Any
+) -> None:
+    if not isinstance(call_id, str) or call_id not in pending:
+        return
+    call_index, pos, tc = pending.pop(call_id)
+    fn = tc.get("function")
+    fn = fn if isinstance(fn, dict) else {}
+    f = len(index.calls) + 1
+    name = fn.get("name")
+    index.calls.append(
+        Call(f, call_id, name if isinstance(name, str) else "", fn.get("arguments"), call_index, i)
+    )
+    index.groups[call_index][pos] = f
+    index.result_of[i] = f
+
+
+def call_key(call: Call) -> str:
+    """Identity of a call for repeat detection: tool name plus canonical arguments, id ignored."""
+    args = call.arguments
+    return _canonical(call.name, args) if isinstance(args, str) else f"{call.name}\0{args!r}"
+
+
+@lru_cache(maxsize=16384)
+def _canonical(name: str, arguments: str) -> str:
+    try:
+        parsed = json.loads(arguments)
+    except ValueError:
+        return f"{name}\0{arguments}"
+    return f"{name}\0{json.dumps(parsed, sort_keys=True, separators=(',', ':'))}"

@@ -1,0 +1,116 @@
+"""The ctxmw error tree.
+
+Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
+
+    CtxmwError
+    ├── UsageError                 the caller asked for something ctxmw cannot do
+    │   ├── SettingsError          a setting (argument or CTXMW_* variable) is invalid
+    │   ├── UnknownStrategyError   a strategy name is not registered
+    │   └── InvalidTranscriptError the messages break the tool-call wire rules
+    └── CtxmwRuntimeError          something went wrong while doing valid work
+        ├── StrategyError          a strategy raised; the original is chained
+        ├── MaxRoundsExceeded      the tool loop hit max_rounds
+        └── SaveFileBusy           another writer holds the save_file
+
+    Aborted                        control flow, not an error: an ``abort`` file
+                                   in the inbox asked the agent to stop
+
+litellm's own exceptions are never wrapped: they reach the caller unchanged.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "Aborted",
+    "CtxmwError",
+    "CtxmwRuntimeError",
+    "InvalidTranscriptError",
+    "MaxRoundsExceeded",
+    "SaveFileBusy",
+    "SettingsError",
+    "StrategyError",
+    "UnknownStrategyError",
+    "UsageError",
+]
+
+
+class CtxmwError(Exception):
+    """Base of every error ctxmw raises on its own account."""
+
+
+class UsageError(CtxmwError, ValueError):
+    """The caller asked for something ctxmw cannot do; fix the call."""
+
+
+class SettingsError(UsageError):
+    """A setting, given as an argument or a ``CTXMW_*`` variable, is invalid."""
+
+
+class UnknownStrategyError(UsageError, LookupError):
+    """A prompt strategy name is not registered.
+
+    Attributes:
+        name: the name that was asked for.
+        registered: every name that is registered, sorted.
+    """
+
+    def __init__(self, name: str, registered: list[str]) -> None:
+        self.name = name
+        self.registered = registered
+        super().__init__(
+            f"Unknown prompt strategy {name!r}. Registered strategies: "
+            f"{', '.join(registered)}. Register your own with "
+            "@ctxmw.register_strategy(name) or pass a callable."
+        )
+
+
+class InvalidTranscriptError(UsageError):
+    """The messages break the tool-call wire rules.
+
+    Attributes:
+        index: position of the first offending message.
+    """
+
+    def __init__(self, message: str, index: int) -> None:
+        self.index = index
+        super().__init__(f"Invalid transcript at message {index}: {message}")
+
+
+class CtxmwRuntimeError(CtxmwError, RuntimeError):
+    """Something went wrong while doing valid work."""
+
+
+class StrategyError(CtxmwRuntimeError):
+    """A prompt strategy raised; the original exception is chained as ``__cause__``.
+
+    Attributes:
+        strategy: the name of the strategy that failed.
+    """
+
+    def __init__(self, strategy: str, original: BaseException) -> None:
+        self.strategy = strategy
+        super().__init__(
+            f"Prompt strategy {strategy!r} failed: {type(original).__name__}: {original}"
+        )
+
+
+class MaxRoundsExceeded(CtxmwRuntimeError):
+    """The tool loop reached ``max_rounds`` without a final answer."""
+
+
+class SaveFileBusy(CtxmwRuntimeError):
+    """Another writer holds the lock on this save_file."""
+
+
+class Aborted(Exception):  # noqa: N818 - a signal, not an error: the name says what happened
+    """An ``abort`` file in the inbox asked the running agent to stop.
+
+    Not part of the :class:`CtxmwError` tree: catching ``CtxmwError`` never swallows it.
+
+    Attributes:
+        reason: the stripped content of the abort file, or a default naming the file.
+    """
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+        super().__init__(reason)

@@ -1,0 +1,173 @@
+"""Settings: one pydantic-settings class, ``CTXMW_`` environment prefix, read at construction.
+
+Precedence: explicit arguments (``strategy_options=``, a ``Settings`` object, keyword
+arguments) beat ``CTXMW_*`` environment variables, which beat the defaults. Nothing is read at
+import time and nothing is memoised for the process: build a new ``Settings`` to pick up a
+changed environment.
+"""
+
+from __future__ import annotations
+
+import math
+import string
+from collections.abc import Mapping
+from typing import Any
+
+from pydantic import Field, ValidationError, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from ctxmw.errors import SettingsError
+
+__all__ = ["DEFAULT_COMPACTION_NOTICE", "DEFAULT_STRATEGIES", "Settings", "resolve_settings"]
+
+ENV_PREFIX = "CTXMW_"
+DEFAULT_STRATEGIES = ("shorten_tools_epoch_increment", "inbox")
+
+DEFAULT_COMPACTION_NOTICE = (
+    "[Context note from ctxmw] To fit the context window, older tool activity in this "
+    "conversation was compacted: {compacted} messages are shortened (marked '[compacted: ...]') "
+    "and {dropped} messages were removed. A removed or shortened result does not mean the tool "
+    "never ran: it ran and its full result was seen at the time. Do not repeat a tool call only "
+    "because an older result is no longer shown; repeat it only if you need fresh data."
+)
+_NOTICE_FIELDS = {"compacted", "dropped"}
+
+
+class Settings(BaseSettings):
+    """Every ctxmw setting, with its default. Each key reads ``CTXMW_<KEY>`` from the environment.
+
+    Raises:
+        SettingsError: a value (argument or environment variable) is invalid; the message names
+            the key, the variable, the value and what is allowed.
+    """
+
+    model_config = SettingsConfigDict(
+        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, frozen=True
+    )
+
+    prompt_strategies: str | None = Field(
+        default=None,
+        description="Comma-separated strategy names used when a call passes none "
+        "(default: shorten_tools_epoch_increment,inbox).",
+    )
+    full_tool_calls: int = Field(0, ge=0, description="shorten_tools: newest call arguments kept full.")
+    full_tool_outputs: int = Field(10, ge=0, description="shorten_tools: newest outputs kept full.")
+    max_tool_calls: int = Field(40, ge=0, description="shorten_tools: calls kept at all.")
+    max_tool_outputs: int | None = Field(
+        None, ge=0, description="shorten_tools: outputs kept at all (default: max_tool_calls)."
+    )
+    max_tool_chars: int = Field(
+        100_000, ge=0, description="shorten_tools: characters of tool traffic kept full."
+    )
+    shorten_tools_protect_current_turn: bool = Field(
+        False, description="shorten_tools: keep every call after the newest user message full."
+    )
+    epoch_tool_call_threshold: int = Field(
+        50, ge=0, description="Epoch strategies: completed calls before any compaction."
+    )
+    epoch_full_tool_calls: int = Field(
+        20, ge=0, description="Epoch strategies: calls before the current epoch kept full."
+    )
+    epoch_compacted_tool_calls: int = Field(
+        80, ge=0, description="Epoch strategies: calls kept compacted before the full window."
+    )
+    epoch_size: int = Field(20, description="Epoch strategies: calls per epoch (<= 0 disables).")
+    epoch_increment_epochs_per_increase: int = Field(
+        3, ge=0, description="Increment: epochs between periodic size increases (0: never)."
+    )
+    epoch_increment_size_increase: int = Field(
+        10, ge=0, description="Increment: periodic epoch size increase."
+    )
+    epoch_increment_repeat_increase: int = Field(
+        10, ge=0, description="Increment: epoch size increase when a call repeats."
+    )
+    epoch_increment_max_size: int = Field(
+        60, description="Increment: largest epoch size (never below epoch_size)."
+    )
+    epoch_increment_compacted_growth_ratio: float = Field(
+        2.0, description="Increment: extra compacted calls per call of epoch growth (< 0 -> 0)."
+    )
+    epoch_increment_max_compacted_tool_calls: int = Field(
+        160, description="Increment: largest compacted window (never below the base window)."
+    )
+    short_string_length: int = Field(
+        200, ge=0, description="Compacted argument strings keep about this many characters."
+    )
+    short_output_length: int = Field(
+        400, ge=0, description="Compacted tool outputs keep about this many characters."
+    )
+    compaction_notice: str = Field(
+        DEFAULT_COMPACTION_NOTICE,
+        description="Text of the notice the epoch strategies insert; {compacted} and {dropped} "
+        "are replaced by counts.",
+    )
+
+    def __init__(self, **values: Any) -> None:
+        try:
+            super().__init__(**values)
+        except ValidationError as exc:
+            raise SettingsError(_describe(exc, values)) from exc
+
+    @field_validator("epoch_increment_compacted_growth_ratio")
+    @classmethod
+    def _clamp_ratio(cls, value: float) -> float:
+        # The seed treats a negative or non-finite ratio as "no growth"; keep that contract.
+        return value if math.isfinite(value) and value > 0 else 0.0
+
+    @field_validator("compaction_notice")
+    @classmethod
+    def _check_notice(cls, value: str) -> str:
+        fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
+        unknown = fields - _NOTICE_FIELDS
+        if unknown:
+            raise ValueError(
+                f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}"
+            )
+        return value
+
+    @property
+    def resolved_max_tool_outputs(self) -> int:
+        """``max_tool_outputs``, or ``max_tool_calls`` when unset."""
+        return self.max_tool_calls if self.max_tool_outputs is None else self.max_tool_outputs
+
+    def with_overrides(self, overrides: Mapping[str, Any] | None) -> Settings:
+        """A new Settings: these values, with ``overrides`` on top, validated again."""
+        if not overrides:
+            return self
+        return Settings(**{**self.model_dump(), **overrides})
+
+
+def resolve_settings(
+    settings: Settings | Mapping[str, Any] | None = None,
+    overrides: Mapping[str, Any] | None = None,
+) -> Settings:
+    """Build the settings for one call: env and defaults, then ``settings``, then ``overrides``."""
+    if settings is None:
+        base = Settings()
+    elif isinstance(settings, Settings):
+        base = settings
+    elif isinstance(settings, Mapping):
+        base = Settings(**settings)
+    else:
+        raise SettingsError(
+            f"settings={settings!r} is neither a ctxmw.Settings nor a mapping of setting names "
+            "to values; pass ctxmw.Settings(...) or a dict such as {'epoch_size': 30}."
+        )
+    return base.with_overrides(overrides)
+
+
+def _describe(exc: ValidationError, values: Mapping[str, Any]) -> str:
+    known = ", ".join(sorted(Settings.model_fields))
+    lines = []
+    for err in exc.errors():
+        key = str(err["loc"][0]) if err["loc"] else "?"
+        env = f"{ENV_PREFIX}{key.upper()}"
+        if err["type"] == "extra_forbidden":
+            lines.append(f"Unknown setting {key!r}. Known settings: {known}.")
+            continue
+        source = "argument" if key in values else f"environment variable {env}"
+        lines.append(
+            f"Invalid value {err.get('input')!r} for setting {key!r} (from {source}; "
+            f"env name {env}): {err['msg']}. Fix or unset it."
+        )
+    return " ".join(lines)

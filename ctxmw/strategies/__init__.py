@@ -1,0 +1,15 @@
+"""The built-in prompt strategies, one module each; importing this package registers them."""
+
+from __future__ import annotations
+
+from ctxmw.strategies.repair_tool_pairs import repair_tool_pairs
+from ctxmw.strategies.shorten_tools import shorten_tools
+from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
+from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
+
+__all__ = [
+    "repair_tool_pairs",
+    "shorten_tools",
+    "shorten_tools_epoch",
+    "shorten_tools_epoch_increment",
+]

@@ -1,0 +1,82 @@
+"""``shorten_tools``: tiered keep/compact/drop recomputed on every call (the seed's baseline).
+
+Its boundaries slide with every new call, so the prompt prefix changes every time: it exists
+for compatibility and as the baseline the epoch strategies beat on cache reuse.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Any
+
+from ctxmw._registry import register_strategy
+from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.settings import Settings
+from ctxmw.strategies._regions import Region, render
+from ctxmw.types import Messages, StrategyContext
+
+__all__ = ["shorten_tools"]
+
+
+@register_strategy("shorten_tools")
+def shorten_tools(messages: Messages, ctx: StrategyContext) -> Messages:
+    """Keep the newest tool calls full, compact older ones, drop the oldest; every call anew."""
+    index = index_tools(messages)
+    if not index.calls:
+        return messages
+    calls, results = _regions(messages, index, ctx.settings)
+    out, counts = render(messages, index, calls, results, ctx.settings, notice=False)
+    ctx.stats["shorten_tools"] = asdict(counts)
+    return out
+
+
+def _regions(
+    messages: Messages, index: ToolIndex, s: Settings
+) -> tuple[list[Region], list[Region]]:
+    """Regions of each call's arguments and result, walking newest to oldest."""
+    n = len(index.calls)
+    calls = [Region.FULL] * n
+    results = [Region.FULL] * n
+    budget = _Budget(s.max_tool_chars)
+    for p, call in enumerate(reversed(index.calls), start=1):
+        f0 = n - p
+        if s.shorten_tools_protect_current_turn and call.result_index > index.last_user_index:
+            continue
+        output = _size(messages[call.result_index].get("content"))
+        results[f0] = _tier(p, s.full_tool_outputs, s.resolved_max_tool_outputs, budget, output)
+        calls[f0] = _tier(p, s.full_tool_calls, s.max_tool_calls, budget, _size(call.arguments))
+    return calls, results
+
+
+class _Budget:
+    """Characters of tool traffic kept full, newest first; once exceeded, it stays closed."""
+
+    def __init__(self, limit: int) -> None:
+        self.left = limit
+        self.open = True
+
+    def spend(self, size: int) -> None:
+        self.left = max(self.left - size, 0)
+
+    def take(self, size: int) -> bool:
+        if self.open and size <= self.left:
+            self.left -= size
+            return True
+        self.open = False
+        return False
+
+
+def _tier(p: int, full: int, maximum: int, budget: _Budget, size: int) -> Region:
+    if p <= full:
+        budget.spend(size)
+        return Region.FULL
+    if budget.take(size):
+        return Region.FULL
+    return Region.DROPPED if p > maximum else Region.COMPACTED
+
+
+def _size(value: Any) -> int:
+    if isinstance(value, str):
+        return len(value)
+    return 0 if value is None else len(json.dumps(value, default=str))

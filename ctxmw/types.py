@@ -1,0 +1,52 @@
+"""Contracts shared by every layer: message aliases, the strategy shape and its context.
+
+Messages stay litellm's own OpenAI-format dicts. These aliases document intent; they do not
+wrap or convert anything, so unknown keys (``cache_control``, ``thinking_blocks``, ...) survive.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, TypeAlias
+
+if TYPE_CHECKING:
+    from ctxmw.settings import Settings
+
+__all__ = ["Message", "Messages", "Strategy", "StrategyContext", "StrategySpec"]
+
+Message: TypeAlias = dict[str, Any]
+"""One chat message in the OpenAI wire format that ``litellm.acompletion`` accepts."""
+
+Messages: TypeAlias = list[Message]
+"""A transcript or a prompt: a list of messages."""
+
+Strategy: TypeAlias = Callable[[Messages, "StrategyContext"], "Messages | Awaitable[Messages]"]
+"""A prompt strategy: ``(messages, ctx) -> list`` or an awaitable of one. Never mutates input."""
+
+StrategySpec: TypeAlias = "str | Strategy | Sequence[str | Strategy] | None"
+"""What ``prompt_strategies`` accepts: ``None``, ``"a,b"``, a callable, or a mixed list."""
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyContext:
+    """What a strategy knows about the call it is preparing a prompt for.
+
+    Attributes:
+        settings: the resolved settings for this call.
+        save_file: the conversation's transcript path, if any (locates the inbox).
+        model: the litellm model name, if known.
+        round: the tool-loop round (0 for the first model call of a turn).
+        logger: where strategies log; the ``"ctxmw"`` logger by default.
+        stats: per-call facts strategies report (counts, epoch), keyed by strategy name; read by
+            the telemetry. Strategies add their own entry; nothing else is shared between calls.
+    """
+
+    settings: Settings
+    save_file: Path | None = None
+    model: str | None = None
+    round: int = 0
+    logger: logging.Logger = field(default_factory=lambda: logging.getLogger("ctxmw"))
+    stats: dict[str, dict[str, Any]] = field(default_factory=dict)
