@@ -34,34 +34,42 @@ def shorten(s: str, limit: int) -> str:
     """
     if len(s) <= limit:
         return s
-    return _shorten_long(s, max(limit, 0))
+    short = _shorten_long(s, max(limit, 0))
+    return s if short is None else short
 
 
+# The memoised helpers return None for "unchanged": an lru_cache hit hands back the object cached
+# for an *equal* key, and callers rely on identity to reuse unchanged messages.
 @lru_cache(maxsize=_CACHE_SIZE)
-def _shorten_long(s: str, limit: int) -> str:
+def _shorten_long(s: str, limit: int) -> str | None:
     digest = hashlib.md5(s.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
     keep = max(limit - len(_CUT), 0)
     head = (keep + 1) // 2
     tail = keep - head
     body = s[:head] + _CUT + (s[len(s) - tail :] if tail else "")
     out = f"[compacted: {len(s)} chars, md5 {digest[:5]}] {body}"
-    return out if len(out) < len(s) else s
+    return out if len(out) < len(s) else None
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
 def compact_arguments(arguments: str, limit: int) -> str:
     """Compact the top-level string values of a call's JSON ``arguments``.
 
     Nested values and non-strings are untouched. Arguments that are not a JSON object are
     returned verbatim (malformed material is never "fixed"). The JSON is re-serialised, keys in
-    their original order, only if a value changed.
+    their original order, only if a value changed; otherwise ``arguments`` itself is returned.
     """
+    short = _compact_arguments(arguments, limit)
+    return arguments if short is None else short
+
+
+@lru_cache(maxsize=_CACHE_SIZE)
+def _compact_arguments(arguments: str, limit: int) -> str | None:
     try:
         parsed = json.loads(arguments)
     except (ValueError, TypeError):
-        return arguments
+        return None
     if not isinstance(parsed, dict):
-        return arguments
+        return None
     changed = False
     for key, value in parsed.items():
         if isinstance(value, str) and len(value) > limit:
@@ -69,7 +77,7 @@ def compact_arguments(arguments: str, limit: int) -> str:
             if short is not value:
                 parsed[key] = short
                 changed = True
-    return json.dumps(parsed, ensure_ascii=False) if changed else arguments
+    return json.dumps(parsed, ensure_ascii=False) if changed else None
 
 
 def compact_content(content: Any, limit: int) -> Any:

@@ -150,8 +150,8 @@ def _render_group(
 
 def _compact_call(tc: Any, limit: int) -> Any:
     fn = tc.get("function") if isinstance(tc, dict) else None
-    args = fn.get("arguments") if isinstance(fn, dict) else None
-    if not isinstance(args, str):
+    if not isinstance(fn, dict) or not isinstance(fn.get("arguments"), str):
         return tc
+    args = fn["arguments"]
     short = compact_arguments(args, limit)
     return tc if short is args else {**tc, "function": {**fn, "arguments": short}}

@@ -18,9 +18,7 @@ def repair_tool_pairs(messages: Messages, ctx: StrategyContext) -> Messages:
     if not pairing.problems:
         return messages
     out = [
-        new
-        for i, msg in enumerate(messages)
-        if (new := _repair_one(i, msg, pairing)) is not None
+        new for i, msg in enumerate(messages) if (new := _repair_one(i, msg, pairing)) is not None
     ]
     dropped = len(messages) - len(out)
     ctx.stats["repair_tool_pairs"] = {"problems": len(pairing.problems), "dropped": dropped}
@@ -47,7 +45,7 @@ def _repair_one(i: int, msg: Any, pairing: Pairing) -> Any:
     for tc in msg["tool_calls"]:
         call_id = tc.get("id") if isinstance(tc, dict) else None
         # Only the first occurrence of an id can have been answered; a duplicate never is.
-        if (i, call_id) in pairing.answered and call_id not in ids:
+        if isinstance(call_id, str) and (i, call_id) in pairing.answered and call_id not in ids:
             ids.add(call_id)
             kept.append(tc)
     if len(kept) == len(msg["tool_calls"]):

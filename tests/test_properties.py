@@ -1,0 +1,107 @@
+"""Invariants of every built-in strategy and their compositions, over generated transcripts.
+
+(a) output validates whenever input validates; (b) the input list and its dicts are unchanged;
+(c) for the epoch strategies, within one epoch the prompt at a call point is, message by
+message, an exact prefix of the prompt at any later call point of the same epoch.
+"""
+
+from __future__ import annotations
+
+import copy
+import itertools
+import json
+from typing import Any
+
+import anyio
+import pytest
+from hypothesis import HealthCheck, find, given, settings
+
+from ctxmw import Settings, list_strategies, prepare_prompt, validate
+from ctxmw._chain import apply_strategies, resolve_strategies
+from ctxmw.types import Messages, StrategyContext
+from tests.transcripts import call_points, transcripts
+
+# Small windows so that generated transcripts of a few dozen calls cross many boundaries.
+SMALL = {
+    "epoch_tool_call_threshold": 4,
+    "epoch_size": 3,
+    "epoch_full_tool_calls": 2,
+    "epoch_compacted_tool_calls": 3,
+    "epoch_increment_epochs_per_increase": 2,
+    "epoch_increment_size_increase": 1,
+    "epoch_increment_repeat_increase": 2,
+    "epoch_increment_max_size": 8,
+    "epoch_increment_max_compacted_tool_calls": 8,
+    "full_tool_outputs": 2,
+    "max_tool_calls": 6,
+    "max_tool_chars": 600,
+    "short_string_length": 30,
+    "short_output_length": 60,
+}
+CONFIGS = [SMALL, {}]
+BUILTINS = [info.name for info in list_strategies()]
+CHAINS = [[name] for name in BUILTINS] + [
+    list(pair) for pair in itertools.permutations(BUILTINS, 2)
+]
+EPOCH = ["shorten_tools_epoch", "shorten_tools_epoch_increment"]
+PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+
+
+def prepare(messages: Messages, chain: list[str], overrides: dict[str, Any]) -> Messages:
+    return anyio.run(lambda: prepare_prompt(messages, chain, settings=overrides))
+
+
+@pytest.mark.parametrize("overrides", CONFIGS, ids=["small", "default"])
+@pytest.mark.parametrize("chain", CHAINS, ids=[",".join(c) for c in CHAINS])
+@PROFILE
+@given(messages=transcripts())
+def test_valid_in_valid_out_and_input_untouched(
+    chain: list[str], overrides: dict[str, Any], messages: Messages
+) -> None:
+    validate(messages)
+    before = copy.deepcopy(messages)
+    items = list(messages)
+    prompt = prepare(messages, chain, overrides)
+    validate(prompt)
+    assert messages == before
+    assert all(a is b for a, b in zip(messages, items, strict=True))
+    assert prepare(messages, chain, overrides) == prompt
+
+
+def _epoch_key(ctx: StrategyContext, name: str) -> tuple[int, ...] | None:
+    stats = ctx.stats.get(name)
+    if stats is None:
+        return None
+    return (stats["pinned"], stats["size"], stats["truncate_to"] - stats["keep_full"])
+
+
+@pytest.mark.parametrize("name", EPOCH)
+@PROFILE
+@given(messages=transcripts(max_turns=60))
+def test_prompt_is_byte_stable_within_an_epoch(name: str, messages: Messages) -> None:
+    s = Settings(**SMALL)
+    strategies = resolve_strategies(name, s)
+    seen: list[tuple[tuple[int, ...] | None, list[str]]] = []
+    for point in call_points(messages):
+        ctx = StrategyContext(settings=s)
+        prompt = anyio.run(apply_strategies, messages[:point], strategies, ctx)
+        seen.append((_epoch_key(ctx, name), [json.dumps(m, sort_keys=True) for m in prompt]))
+    for (key_a, a), (key_b, b) in itertools.pairwise(seen):
+        if key_a == key_b:
+            assert b[: len(a)] == a
+
+
+def _epochs_crossed(messages: Messages) -> int:
+    s = Settings(**SMALL)
+    keys = set()
+    for point in call_points(messages):
+        ctx = StrategyContext(settings=s)
+        anyio.run(apply_strategies, messages[:point], resolve_strategies(EPOCH[1], s), ctx)
+        keys.add(_epoch_key(ctx, EPOCH[1]))
+    return len(keys)
+
+
+def test_generated_transcripts_do_cross_epochs() -> None:
+    """Guard against a vacuous stability test: the generator makes sessions crossing epochs."""
+    found = find(transcripts(max_turns=60), lambda m: _epochs_crossed(m) >= 4)
+    assert _epochs_crossed(found) >= 4

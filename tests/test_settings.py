@@ -1,0 +1,102 @@
+"""Settings: the defaults table, CTXMW_ variables read at construction, overrides, errors."""
+
+from __future__ import annotations
+
+import pytest
+
+from ctxmw import Settings, SettingsError
+from ctxmw.settings import resolve_settings
+
+SPEC_DEFAULTS = {
+    "full_tool_calls": 0,
+    "full_tool_outputs": 10,
+    "max_tool_calls": 40,
+    "max_tool_chars": 100_000,
+    "epoch_tool_call_threshold": 50,
+    "epoch_full_tool_calls": 20,
+    "epoch_compacted_tool_calls": 80,
+    "epoch_size": 20,
+    "epoch_increment_epochs_per_increase": 3,
+    "epoch_increment_size_increase": 10,
+    "epoch_increment_repeat_increase": 10,
+    "epoch_increment_max_size": 60,
+    "epoch_increment_compacted_growth_ratio": 2.0,
+    "epoch_increment_max_compacted_tool_calls": 160,
+    "short_string_length": 200,
+    "short_output_length": 400,
+    "shorten_tools_protect_current_turn": False,
+}
+
+
+def test_defaults_match_the_spec() -> None:
+    s = Settings()
+    assert {key: getattr(s, key) for key in SPEC_DEFAULTS} == SPEC_DEFAULTS
+    assert s.resolved_max_tool_outputs == 40
+
+
+def test_max_tool_outputs_follows_max_tool_calls_unless_set() -> None:
+    assert Settings(max_tool_calls=7).resolved_max_tool_outputs == 7
+    assert Settings(max_tool_calls=7, max_tool_outputs=3).resolved_max_tool_outputs == 3
+
+
+def test_environment_is_read_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
+    before = Settings()
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "30")
+    assert Settings().epoch_size == 30
+    assert before.epoch_size == 20
+
+
+def test_arguments_beat_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "30")
+    assert Settings(epoch_size=25).epoch_size == 25
+    assert resolve_settings(None, {"epoch_size": 26}).epoch_size == 26
+    assert resolve_settings({"epoch_size": 27}).epoch_size == 27
+
+
+def test_invalid_environment_value_names_the_variable(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "abc")
+    with pytest.raises(SettingsError, match=r"CTXMW_EPOCH_SIZE") as info:
+        Settings()
+    assert "'abc'" in str(info.value)
+    assert "environment variable" in str(info.value)
+
+
+def test_invalid_argument_is_reported_as_an_argument() -> None:
+    with pytest.raises(SettingsError, match=r"from argument.*greater than or equal to 0"):
+        Settings(full_tool_outputs=-1)
+
+
+def test_unknown_setting_lists_the_known_ones() -> None:
+    with pytest.raises(SettingsError, match=r"Unknown setting 'epoch_sise'.*epoch_size"):
+        resolve_settings(None, {"epoch_sise": 3})
+
+
+def test_negative_or_nonfinite_growth_ratio_becomes_zero() -> None:
+    assert (
+        Settings(epoch_increment_compacted_growth_ratio=-1).epoch_increment_compacted_growth_ratio
+        == 0
+    )
+    assert (
+        Settings(
+            epoch_increment_compacted_growth_ratio=float("nan")
+        ).epoch_increment_compacted_growth_ratio
+        == 0
+    )
+
+
+def test_notice_placeholders_are_checked() -> None:
+    with pytest.raises(SettingsError, match=r"unknown placeholder"):
+        Settings(compaction_notice="{removed} gone")
+
+
+def test_settings_object_is_not_a_mapping_of_garbage() -> None:
+    with pytest.raises(SettingsError, match=r"neither a ctxmw.Settings nor a mapping"):
+        resolve_settings(42)  # type: ignore[arg-type]
+
+
+def test_overrides_return_a_new_validated_object() -> None:
+    base = Settings()
+    assert base.with_overrides(None) is base
+    assert base.with_overrides({"epoch_size": 5}).epoch_size == 5
+    with pytest.raises(SettingsError):
+        base.with_overrides({"epoch_size": "many"})

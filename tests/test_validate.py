@@ -1,0 +1,66 @@
+"""ctxmw.validate: each wire rule, named with the index of the first offending message."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from ctxmw import InvalidTranscriptError, UsageError, validate
+from tests.transcripts import call, group
+
+U = {"role": "user", "content": "go"}
+
+
+def test_valid_transcripts_pass() -> None:
+    validate(
+        [U, *group([call("a"), call("b")], ["1", "2"]), {"role": "assistant", "content": "done"}]
+    )
+    validate([])
+
+
+@pytest.mark.parametrize(
+    ("messages", "index", "pattern"),
+    [
+        ([U, {"content": "x"}], 1, "no role"),
+        ([U, "hello"], 1, "no role"),
+        (
+            [U, {"role": "tool", "tool_call_id": "zz", "content": "r"}],
+            1,
+            "'zz' has no earlier call",
+        ),
+        ([U, {"role": "assistant", "tool_calls": {"id": "a"}}], 1, "tool_calls is a dict"),
+        (
+            [U, *group([call("a")], ["1"]), *group([call("a")], ["2"])],
+            3,
+            "duplicate tool_call id 'a'",
+        ),
+        (
+            [U, {"role": "assistant", "tool_calls": [call("a")]}, U],
+            1,
+            "'a' has no result before the user message at 2",
+        ),
+        ([U, {"role": "assistant", "tool_calls": [call("a")]}], 1, "end of the transcript"),
+        ([U, {"role": "assistant", "tool_calls": [{"type": "function"}]}], 1, "no string id"),
+    ],
+)
+def test_each_rule_names_its_index(messages: list[Any], index: int, pattern: str) -> None:
+    with pytest.raises(InvalidTranscriptError, match=pattern) as info:
+        validate(messages)
+    assert info.value.index == index
+    assert isinstance(info.value, UsageError)
+
+
+def test_result_after_the_turn_closed_is_not_open_here() -> None:
+    late = [U, {"role": "assistant", "tool_calls": [call("a")]}, U]
+    late.append({"role": "tool", "tool_call_id": "a", "content": "late"})
+    with pytest.raises(InvalidTranscriptError) as info:
+        validate(late)
+    assert info.value.index == 1  # the first problem: the call went unanswered
+
+
+def test_first_problem_wins() -> None:
+    msgs = [{"content": "no role"}, {"role": "tool", "tool_call_id": "x", "content": ""}]
+    with pytest.raises(InvalidTranscriptError) as info:
+        validate(msgs)
+    assert info.value.index == 0

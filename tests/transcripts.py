@@ -1,0 +1,142 @@
+"""Transcript builders and hypothesis strategies shared by the tests."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+
+from ctxmw.types import Messages
+
+LONG_ARG = "a" * 300
+LONG_OUT = "o" * 1000
+
+
+def call(call_id: str, name: str = "read", **arguments: Any) -> dict[str, Any]:
+    """One OpenAI tool_call entry."""
+    return {
+        "id": call_id,
+        "type": "function",
+        "function": {"name": name, "arguments": json.dumps(arguments)},
+    }
+
+
+def group(calls: Sequence[dict[str, Any]], outputs: Sequence[Any]) -> Messages:
+    """An assistant message with ``calls`` followed by one tool result per call."""
+    msgs: Messages = [{"role": "assistant", "content": None, "tool_calls": list(calls)}]
+    for tc, out in zip(calls, outputs, strict=True):
+        msgs.append({"role": "tool", "tool_call_id": tc["id"], "content": out})
+    return msgs
+
+
+def adjacent_calls(n: int, *, repeat: dict[int, int] | None = None) -> Messages:
+    """System + user, then ``n`` single-call groups with long arguments and outputs.
+
+    Args:
+        n: number of completed calls.
+        repeat: forward number -> earlier forward number it repeats (same name and arguments).
+    """
+    repeat = repeat or {}
+    msgs: Messages = [
+        {"role": "system", "content": "You are an agent."},
+        {"role": "user", "content": "Do the task."},
+    ]
+    for f in range(1, n + 1):
+        source = repeat.get(f, f)
+        tc = call(f"call_{f}", "read", path=f"file_{source}", pad=LONG_ARG)
+        msgs += group([tc], [f"{LONG_OUT} result {f}"])
+    return msgs
+
+
+def classify(source: Messages, prompt: Messages) -> dict[str, list[int]]:
+    """Which forward call numbers a prompt shows full, compacted or not at all.
+
+    Relies on every result in ``source`` being long enough to change when compacted.
+    """
+    kept = {m.get("tool_call_id"): m for m in prompt if m.get("role") == "tool"}
+    regions: dict[str, list[int]] = {"dropped": [], "compacted": [], "full": []}
+    f = 0
+    for msg in source:
+        if msg.get("role") != "tool":
+            continue
+        f += 1
+        shown = kept.get(msg["tool_call_id"])
+        if shown is None:
+            regions["dropped"].append(f)
+        elif shown is msg:
+            regions["full"].append(f)
+        else:
+            assert str(shown["content"]).startswith("[compacted:")
+            regions["compacted"].append(f)
+    return regions
+
+
+def span(first: int, last: int) -> list[int]:
+    return list(range(first, last + 1))
+
+
+# --- hypothesis: generated transcripts -----------------------------------------------------
+
+_text = st.one_of(
+    st.text(max_size=30),
+    st.integers(min_value=0, max_value=2000).map(lambda k: "x" * k),
+)
+_content = st.one_of(
+    _text,
+    st.lists(
+        st.one_of(
+            _text.map(lambda t: {"type": "text", "text": t}),
+            st.just({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}),
+        ),
+        min_size=1,
+        max_size=3,
+    ),
+)
+_args = st.fixed_dictionaries(
+    {"path": st.sampled_from(["a", "b", "c"]), "body": _text},
+    optional={"n": st.integers(0, 5), "nested": st.just({"deep": "y" * 500})},
+)
+
+
+@st.composite
+def transcripts(draw: st.DrawFn, max_turns: int = 40) -> Messages:
+    """Valid transcripts: user/assistant turns, single and parallel calls, repeats, list content."""
+    msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    counter = 0
+    made: list[dict[str, Any]] = []
+    for _ in range(draw(st.integers(0, max_turns))):
+        kind = draw(st.sampled_from(["tools", "tools", "tools", "user", "assistant"]))
+        if kind == "user":
+            msgs.append({"role": "user", "content": draw(_content)})
+        elif kind == "assistant":
+            msgs.append({"role": "assistant", "content": draw(_text)})
+        else:
+            width = draw(st.integers(1, 3))
+            calls = []
+            for _ in range(width):
+                counter += 1
+                if made and draw(st.integers(0, 4)) == 0:  # a repeat: same name and arguments
+                    old = draw(st.sampled_from(made))
+                    calls.append({**old, "id": f"id{counter}"})
+                else:
+                    name = draw(st.sampled_from(["read", "grep"]))
+                    calls.append(call(f"id{counter}", name, **draw(_args)))
+            made += calls
+            msgs += group(calls, [draw(_content) for _ in calls])
+    return msgs
+
+
+def call_points(messages: Messages) -> list[int]:
+    """Lengths at which a prefix of ``messages`` is valid: after each complete turn."""
+    points = []
+    open_ids: set[str] = set()
+    for i, msg in enumerate(messages):
+        for tc in msg.get("tool_calls") or []:
+            open_ids.add(tc["id"])
+        if msg.get("role") == "tool":
+            open_ids.discard(msg["tool_call_id"])
+        if not open_ids:
+            points.append(i + 1)
+    return points
