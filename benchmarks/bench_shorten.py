@@ -9,44 +9,22 @@ before every call.
 from __future__ import annotations
 
 import json
-import random
 import statistics
 import time
 from collections.abc import Callable
 
 from ctxmw import Settings, StrategyContext
 from ctxmw._compact import _compact_arguments, _shorten_long
+from ctxmw._synthetic import synthetic_transcript
 from ctxmw._tools import _canonical
 from ctxmw.strategies import shorten_tools_epoch_increment
 from ctxmw.types import Messages
 
 
-def transcript(n_messages: int, seed: int = 7) -> Messages:
-    """A synthetic agent session: single and parallel calls, lognormal output sizes."""
-    rng = random.Random(seed)
-    msgs: Messages = [{"role": "system", "content": "You are an agent."}]
-    msgs.append({"role": "user", "content": "Fix the failing tests."})
-    i = 0
-    while len(msgs) < n_messages:
-        width = rng.choice([1, 1, 1, 2, 3])
-        calls = []
-        for _ in range(width):
-            i += 1
-            args = {
-                "path": f"src/module_{rng.randrange(200)}.py",
-                "query": "x" * rng.randrange(400),
-            }
-            fn = {"name": rng.choice(["read", "grep", "run"]), "arguments": json.dumps(args)}
-            calls.append({"id": f"call_{i}", "type": "function", "function": fn})
-        msgs.append({"role": "assistant", "content": None, "tool_calls": calls})
-        for tc in calls:
-            size = int(min(rng.lognormvariate(6.5, 1.2), 60_000))
-            msgs.append({"role": "tool", "tool_call_id": tc["id"], "content": "y" * size})
-    return msgs[:n_messages] if _complete(msgs[:n_messages]) else msgs
-
-
-def _complete(msgs: Messages) -> bool:
-    return msgs[-1]["role"] != "assistant"
+def transcript(n_messages: int) -> Messages:
+    """The synthetic agent session, cut to about ``n_messages`` messages."""
+    calls = max(1, round(n_messages / 1.64))  # the generator makes ~1.64 messages per call
+    return synthetic_transcript(calls)
 
 
 def per_call(
@@ -78,13 +56,13 @@ def main() -> None:
         calls = sum(m["role"] == "tool" for m in msgs)
         repeat = max(5, 2_000 // n)
 
-        def strategy() -> object:
+        def strategy(msgs: Messages = msgs) -> object:
             return shorten_tools_epoch_increment(msgs, StrategyContext(settings=settings))
 
         strategy()  # warm the caches, as the previous call of a session would have
         warm = per_call(strategy, repeat)
         cold = per_call(strategy, repeat, before=clear_caches)
-        dumps = per_call(lambda: json.dumps(msgs), repeat)
+        dumps = per_call(lambda msgs=msgs: json.dumps(msgs), repeat)
         print(
             f"{len(msgs):>8} {calls:>6} {warm * 1e3:>12.2f}ms {cold * 1e3:>12.2f}ms "
             f"{dumps * 1e3:>9.2f}ms {warm / dumps:>10.2f} {cold / dumps:>10.2f}"

@@ -1,0 +1,144 @@
+"""A simulated OpenAI-compatible provider on 127.0.0.1, for the offline demo.
+
+It serves ``POST /v1/chat/completions``, replays a scripted agent plan, and reports usage with
+prompt-cache accounting the way OpenAI does: a prefix it has seen in an earlier request counts as
+cached, none under 1,024 tokens, then whole 128-token blocks. Prefixes are compared message by
+message (tools first), and tokens are counted per message by an injectable counter, the same
+way ctxmw's telemetry counts them, so both sides can be checked against each other.
+Everything it returns says it is simulated.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import time
+from collections.abc import Callable
+from typing import Any
+
+import anyio
+from anyio.abc import SocketAttribute, SocketStream, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ctxmw.demo._script import PlanStep
+
+__all__ = ["SIMULATED", "SimulatedProvider"]
+
+SIMULATED = "ctxmw-simulated"
+_STEP_ID = re.compile(r"^call_(\d+)_\d+$")
+OPENAI_MIN, OPENAI_BLOCK = 1024, 128
+
+
+class SimulatedProvider:
+    """The scripted agent behind an OpenAI-compatible endpoint; see the module docstring.
+
+    Args:
+        plan: the agent's steps; the provider answers with step k's tool calls when the newest
+            tool call id in the request belongs to step k - 1.
+        count_tokens: tokens of one message (or of the tools list), as ctxmw counts them.
+    """
+
+    def __init__(self, plan: list[PlanStep], count_tokens: Callable[[Any], int]) -> None:
+        self.plan = plan
+        self.count_tokens = count_tokens
+        self.requests = 0
+        self._seen: set[bytes] = set()
+        self._tokens: dict[bytes, int] = {}
+
+    async def serve(self, task_group: TaskGroup) -> str:
+        """Start listening on a free loopback port; returns the ``api_base`` to use."""
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        task_group.start_soon(listener.serve, self._connection)
+        port = listener.extra(SocketAttribute.local_port)
+        return f"http://127.0.0.1:{port}/v1"
+
+    async def _connection(self, stream: SocketStream) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        async with stream:
+            try:
+                while await self._exchange(reader, stream):
+                    pass
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                return
+
+    async def _exchange(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> bool:
+        request_line = (await reader.receive_until(b"\r\n", 65536)).decode("latin-1")
+        headers = {}
+        while line := (await reader.receive_until(b"\r\n", 65536)).decode("latin-1"):
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        body = await reader.receive_exactly(int(headers.get("content-length", "0")))
+        status, payload = self.handle(request_line.split(" ")[:2], body)
+        data = json.dumps(payload).encode()
+        head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+        head += f"Content-Length: {len(data)}\r\n\r\n"
+        await stream.send(head.encode() + data)
+        return headers.get("connection", "").lower() != "close"
+
+    def handle(self, method_path: list[str], body: bytes) -> tuple[str, dict[str, Any]]:
+        """Answer one HTTP request: (status line, JSON body)."""
+        if method_path != ["POST", "/v1/chat/completions"]:
+            return "404 Not Found", {"error": {"message": f"{SIMULATED}: no route {method_path}"}}
+        request = json.loads(body)
+        self.requests += 1
+        message, finish = self._next_message(request.get("messages", []))
+        return "200 OK", {
+            "id": f"{SIMULATED}-{self.requests}",
+            "object": "chat.completion",
+            "created": int(time.time()),
+            "model": request.get("model", SIMULATED),
+            "system_fingerprint": SIMULATED,
+            "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+            "usage": self._usage(request, message),
+        }
+
+    def _next_message(self, messages: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
+        step = 1 + max((_step_of(m) for m in messages), default=-1)
+        if step >= len(self.plan):
+            done = f"[{SIMULATED}] Finished: {step} steps of the plan ran."
+            return {"role": "assistant", "content": done}, "stop"
+        calls = [
+            {
+                "id": f"call_{step:04d}_{j}",
+                "type": "function",
+                "function": {"name": name, "arguments": json.dumps(args)},
+            }
+            for j, (name, args) in enumerate(self.plan[step].calls)
+        ]
+        return {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
+
+    def _usage(self, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
+        blocks: list[Any] = [request.get("tools") or [], *request.get("messages", [])]
+        chain, total, cached = hashlib.sha256(), 0, 0
+        for block in blocks:
+            raw = json.dumps(block, sort_keys=True, separators=(",", ":")).encode()
+            chain.update(hashlib.sha256(raw).digest())
+            key = chain.copy().digest()
+            total += self._count(raw, block)
+            if key in self._seen:
+                cached = total
+            self._seen.add(key)
+        hit = cached // OPENAI_BLOCK * OPENAI_BLOCK if cached >= OPENAI_MIN else 0
+        completion = self.count_tokens(reply)
+        return {
+            "prompt_tokens": total,
+            "completion_tokens": completion,
+            "total_tokens": total + completion,
+            "prompt_tokens_details": {"cached_tokens": hit},
+        }
+
+    def _count(self, raw: bytes, block: Any) -> int:
+        digest = hashlib.sha256(raw).digest()
+        if digest not in self._tokens:
+            self._tokens[digest] = self.count_tokens(block)
+        return self._tokens[digest]
+
+
+def _step_of(message: dict[str, Any]) -> int:
+    steps = [
+        int(match.group(1))
+        for tc in message.get("tool_calls") or []
+        if isinstance(tc, dict) and (match := _STEP_ID.match(str(tc.get("id", ""))))
+    ]
+    return max(steps, default=-1)
