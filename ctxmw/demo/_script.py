@@ -92,7 +92,8 @@ def make_plan(root: Path, calls: int) -> list[PlanStep]:
     i = 0
     while made < calls:
         path = files[i % len(files)]
-        window = {"path": path, "start": 1 + (i // len(files)) * 120}
+        window: dict[str, object] = {"path": path, "start": 1 + (i // len(files)) * 120}
+        step: tuple[tuple[str, dict[str, object]], ...]
         if i % 5 == 4:  # a parallel pair: read one file and grep another
             other = files[(i * 7) % len(files)]
             step = (("read_file", window), ("grep", {"pattern": patterns[i % 7], "path": other}))
