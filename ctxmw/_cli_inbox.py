@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import argparse
 import functools
-import logging
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
@@ -19,9 +19,10 @@ from ctxmw.errors import UsageError
 
 __all__ = ["add_inbox_commands"]
 
-Handler = Callable[[argparse.Namespace], int]
-SubParsers = argparse._SubParsersAction[argparse.ArgumentParser]
-Adder = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
 
 
 def add_inbox_commands(sub: SubParsers, add: Adder) -> None:
@@ -74,7 +75,6 @@ def _cmd_send(args: argparse.Namespace) -> int:
 
 @_guarded
 def _cmd_abort(args: argparse.Namespace) -> int:
-    logging.basicConfig(format="ctxmw: %(message)s")  # shows "an abort is already pending"
     path = anyio.run(inbox.abort, args.save_file, args.reason)
     print(f"Abort pending at {path}")
     return 0

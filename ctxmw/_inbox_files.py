@@ -158,7 +158,11 @@ def place(folder: Path, name: str, data: bytes) -> bool:
     try:
         with open(temp, "xb") as handle:
             handle.write(data)
-        return link_no_clobber(temp, folder / name)
-    finally:
-        if os.path.lexists(temp):
+        placed = link_no_clobber(temp, folder / name)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
             os.unlink(temp)
+        raise
+    if not placed:
+        os.unlink(temp)
+    return placed

@@ -30,7 +30,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
-import anyio
 from anyio import to_thread
 
 from ctxmw._inbox_files import ABORT, FileEntry, place, scan
@@ -151,12 +150,20 @@ def _listed(folder: Path, entry: FileEntry, delivered: bool) -> InboxEntry:
 
 
 async def _write(folder: Path, name: str, data: bytes) -> bool:
-    if not await anyio.Path(folder.parent).is_dir():
+    return await to_thread.run_sync(_place_beside_save_file, folder, name, data)
+
+
+def _place_beside_save_file(folder: Path, name: str, data: bytes) -> bool:
+    """Worker thread: :func:`place`, refusing to create the save_file's own folder."""
+    try:
+        return place(folder, name, data)
+    except FileNotFoundError as exc:
+        if folder.parent.is_dir():
+            raise
         raise UsageError(
             f"Cannot write to the inbox {str(folder)!r}: its folder {str(folder.parent)!r} does "
             "not exist. Check the save_file path."
-        )
-    return await to_thread.run_sync(place, folder, name, data)
+        ) from exc
 
 
 def _check_name(name: str) -> str:

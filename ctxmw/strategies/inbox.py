@@ -41,13 +41,13 @@ async def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
     """Append the messages dropped in the save_file's inbox (consume-once); ``abort`` stops."""
     if ctx.save_file is None:
         return messages
-    folder = inbox_dir(ctx.save_file)
+    folder, removed = inbox_dir(ctx.save_file), inbox_removed_dir(ctx.save_file)
     entries = await to_thread.run_sync(scan, folder)
     delivered: Messages = []
     files: list[str] = []
     try:
         for entry in entries:
-            text = await _take(folder, inbox_removed_dir(ctx.save_file), entry.name, ctx)
+            text = await _take(folder, removed, entry.name, ctx)
             if text is None:
                 continue
             if entry.name == ABORT:
