@@ -38,7 +38,7 @@ __all__ = ["inbox"]
 
 @register_strategy("inbox")
 async def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
-    """Append the messages dropped in the save_file's inbox (consume-once); ``abort`` stops."""
+    """Append the messages dropped in the save_file's inbox, once each; an 'abort' file stops."""
     if ctx.save_file is None:
         return messages
     folder, removed = inbox_dir(ctx.save_file), inbox_removed_dir(ctx.save_file)
