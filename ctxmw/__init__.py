@@ -7,7 +7,10 @@ transcript keeps full fidelity.
 
 from __future__ import annotations
 
-from ctxmw import _offline  # noqa: F401  - must run before anything imports litellm
+from ctxmw import (
+    _offline,  # noqa: F401  - must run before anything imports litellm
+    inbox,
+)
 from ctxmw import strategies as _builtin_strategies  # noqa: F401  - registers the built-ins
 from ctxmw._chain import prepare_prompt
 from ctxmw._compact import shorten
@@ -47,6 +50,7 @@ __all__ = [
     "UnknownStrategyError",
     "UsageError",
     "__version__",
+    "inbox",
     "list_strategies",
     "prepare_prompt",
     "register_strategy",

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
+from ctxmw._cli_inbox import add_inbox_commands
 
 __all__ = ["main"]
 
@@ -32,6 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add(sub, "strategies", "list every registered prompt strategy", _cmd_strategies)
     _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
+    add_inbox_commands(sub, _add)
     return parser
 
 

@@ -102,6 +102,7 @@ class SaveFileBusy(CtxmwRuntimeError):
     """Another writer holds the lock on this save_file."""
 
 
+# A signal, not an error: the name says what happened (hence no -Error suffix).
 class Aborted(Exception):
     """An ``abort`` file in the inbox asked the running agent to stop.
 

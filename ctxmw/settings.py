@@ -98,6 +98,16 @@ class Settings(BaseSettings):
     short_output_length: int = Field(
         400, ge=0, description="Compacted tool outputs keep about this many characters."
     )
+    inbox_max_bytes: int = Field(
+        1_048_576,
+        ge=0,
+        description="inbox: files larger than this are skipped with a warning and left in place.",
+    )
+    inbox_persist: bool = Field(
+        False,
+        description="inbox: append delivered messages to the transcript (default: show them "
+        "for one model call; the removed folder is the record).",
+    )
     compaction_notice: str = Field(
         DEFAULT_COMPACTION_NOTICE,
         description="Text of the notice the epoch strategies insert; {compacted} and {dropped} "

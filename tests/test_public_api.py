@@ -22,6 +22,7 @@ PUBLIC = [
     "UnknownStrategyError",
     "UsageError",
     "__version__",
+    "inbox",
     "list_strategies",
     "prepare_prompt",
     "register_strategy",

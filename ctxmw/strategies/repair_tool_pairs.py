@@ -40,7 +40,7 @@ def _repair_one(i: int, msg: Any, pairing: Pairing) -> Any:
         return msg
     if i in pairing.bad_tool_calls:
         return _without_calls(msg)
-    ids: set[str] = set()
+    ids: set[object] = set()
     kept = []
     for tc in msg["tool_calls"]:
         call_id = tc.get("id") if isinstance(tc, dict) else None
