@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+# ctxmw first: it keeps litellm offline (no remote cost-map fetch) before any test imports it.
+import ctxmw  # noqa: F401
+
 
 @pytest.fixture
 def anyio_backend() -> str:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from ctxmw.strategies.cache_breakpoints import cache_breakpoints
 from ctxmw.strategies.repair_tool_pairs import repair_tool_pairs
 from ctxmw.strategies.shorten_tools import shorten_tools
 from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
 from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 
 __all__ = [
+    "cache_breakpoints",
     "repair_tool_pairs",
     "shorten_tools",
     "shorten_tools_epoch",
