@@ -90,9 +90,21 @@ def _resolve_item(item: str | Strategy) -> NamedStrategy | None:
 
 
 async def apply_strategies(
-    messages: Sequence[dict[str, Any]], strategies: Sequence[NamedStrategy], ctx: StrategyContext
+    messages: Sequence[dict[str, Any]],
+    strategies: Sequence[NamedStrategy],
+    ctx: StrategyContext,
+    *,
+    trace: list[tuple[str, Messages]] | None = None,
 ) -> Messages:
-    """Feed ``messages`` through each strategy in turn and return the last output."""
+    """Feed ``messages`` through each strategy in turn and return the last output.
+
+    Args:
+        messages: the full-fidelity transcript.
+        strategies: named strategies, applied left to right.
+        ctx: the call's context, shared by every strategy.
+        trace: when given, ``(name, output)`` is appended after each strategy (the telemetry's
+            bust attribution reads it).
+    """
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise UsageError(
             "messages must be a list of OpenAI-format message dicts, "
@@ -102,6 +114,8 @@ async def apply_strategies(
     current: Messages = list(messages)
     for name, strategy in strategies:
         current = await _run_one(name, strategy, current, ctx)
+        if trace is not None:
+            trace.append((name, current))
     return current
 
 

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
 from ctxmw._cli_inbox import add_inbox_commands
+from ctxmw.errors import UsageError
 
 __all__ = ["main"]
 
@@ -34,6 +35,9 @@ def _parser() -> argparse.ArgumentParser:
     _add(sub, "strategies", "list every registered prompt strategy", _cmd_strategies)
     _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
     add_inbox_commands(sub, _add)
+    stats = _add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
+    stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
+    stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
     return parser
 
 
@@ -58,6 +62,20 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     print("ctxmw demo: not yet available (it lands with the demo issue).", file=sys.stderr)
+    return 0
+
+
+def _cmd_stats(args: argparse.Namespace) -> int:
+    from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
+
+    try:
+        records = load_ledgers(args.ledgers)
+        print(format_table(summarise(records)))
+        if args.plot:
+            print(f"plot: {plot_ledger(records, args.plot)}")
+    except UsageError as exc:
+        print(f"ctxmw stats: {exc}", file=sys.stderr)
+        return 2
     return 0
 
 

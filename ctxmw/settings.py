@@ -31,6 +31,8 @@ DEFAULT_COMPACTION_NOTICE = (
     "because an older result is no longer shown; repeat it only if you need fresh data."
 )
 _NOTICE_FIELDS = {"compacted", "dropped"}
+CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
+"""Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
 
 
 class Settings(BaseSettings):
@@ -114,6 +116,13 @@ class Settings(BaseSettings):
         "are replaced by counts.",
     )
 
+    cache_rule: str = Field(
+        "auto",
+        description="Telemetry: provider caching rule for expected cache reads: "
+        + ", ".join(CACHE_RULES)
+        + " (auto picks one from the model and api_base).",
+    )
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -135,6 +144,13 @@ class Settings(BaseSettings):
             raise ValueError(
                 f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}"
             )
+        return value
+
+    @field_validator("cache_rule")
+    @classmethod
+    def _check_cache_rule(cls, value: str) -> str:
+        if value not in CACHE_RULES:
+            raise ValueError(f"unknown cache rule; allowed: {', '.join(CACHE_RULES)}")
         return value
 
     @property

@@ -8,6 +8,8 @@ from typing import Any
 
 import pytest
 
+# ctxmw first: it keeps litellm offline (no remote cost-map fetch) before any test imports it.
+import ctxmw  # noqa: F401
 from ctxmw.settings import Settings
 from ctxmw.types import Messages, StrategyContext
 

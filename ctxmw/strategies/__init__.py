@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ctxmw.strategies.cache_breakpoints import cache_breakpoints
 from ctxmw.strategies.inbox import inbox
 from ctxmw.strategies.repair_tool_pairs import repair_tool_pairs
 from ctxmw.strategies.shorten_tools import shorten_tools
@@ -9,6 +10,7 @@ from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
 from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 
 __all__ = [
+    "cache_breakpoints",
     "inbox",
     "repair_tool_pairs",
     "shorten_tools",

@@ -1,0 +1,89 @@
+"""``cache_breakpoints``: place Anthropic / Bedrock Claude cache marks where they pay.
+
+Providers that cache only at explicit breakpoints read a cached prefix only up to a block marked
+``cache_control``. This strategy marks two places, newest first, within the provider's limit of
+four marks per request, counting the marks already there (the caller's own, and those litellm
+adds from ``cache_control_injection_points`` when the strategy is built with them):
+
+1. the last message, so the next call (which extends this prompt) reads all of it;
+2. the end of the stable prefix: the last message before the current epoch's new calls. That
+   prefix stays byte-stable for the whole epoch, so it still pays when the tail moves (an inbox
+   notice that is gone next call, a breakpoint more than 20 blocks back).
+
+The epoch comes from the epoch strategy's ``ctx.stats`` entry (``keep_full`` minus
+``epoch_full_tool_calls`` = the current epoch's calls). Without one (no epoch strategy ran, or
+it changed nothing) it is computed from these messages with ``increment_epoch_plan``; below the
+epoch threshold there is no stable-prefix mark. A message that already carries a mark is not
+marked again. For implicitly caching providers (OpenAI, DeepSeek, xAI, Gemini) the input is
+returned unchanged. The input is never mutated: a marked message is a new dict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ctxmw._registry import register_strategy
+from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.strategies._epochs import repeat_positions
+from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
+from ctxmw.telemetry.marks import MAX_BREAKPOINTS, count_marks, injected_indices, is_marked
+from ctxmw.telemetry.marks import with_mark as _with_mark
+from ctxmw.telemetry.rules import uses_breakpoints
+from ctxmw.types import Messages, StrategyContext
+
+__all__ = ["CacheBreakpoints", "cache_breakpoints"]
+
+
+class CacheBreakpoints:
+    """Mark the stable prefix and the last message for breakpoint-caching providers.
+
+    Args:
+        injection_points: the ``cache_control_injection_points`` the call passes to litellm;
+            the marks litellm will add count against the limit of four.
+    """
+
+    def __init__(self, injection_points: Iterable[Mapping[str, Any]] | None = None) -> None:
+        self.injection_points = list(injection_points or ())
+
+    def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
+        """Return ``messages`` with at most two new marks (see the module docstring)."""
+        if not messages or not ctx.model or not uses_breakpoints(ctx.model):
+            return messages
+        injected = injected_indices(messages, self.injection_points)
+        budget = MAX_BREAKPOINTS - sum(map(count_marks, messages)) - len(injected)
+        targets: list[int | None] = [len(messages) - 1, _stable_end(messages, ctx)]
+        chosen: list[int] = []
+        for i in targets:
+            if budget <= len(chosen) or i is None or i < 0 or i in chosen:
+                continue
+            if not is_marked(messages[i]) and i not in injected:
+                chosen.append(i)
+        if not chosen:
+            return messages
+        out = list(messages)
+        for i in chosen:
+            out[i] = _with_mark(messages[i])
+        return out
+
+
+cache_breakpoints = register_strategy("cache_breakpoints")(CacheBreakpoints())
+
+
+def _stable_end(messages: Messages, ctx: StrategyContext) -> int | None:
+    """Index of the last message before the current epoch's first call, or None."""
+    index = index_tools(messages)
+    new_calls = _epoch_calls(ctx, index)
+    if new_calls is None or new_calls <= 0 or new_calls > len(index.calls):
+        return None
+    # The assistant message that opens the first new call's group ends the stable prefix.
+    return index.calls[len(index.calls) - new_calls].call_index - 1
+
+
+def _epoch_calls(ctx: StrategyContext, index: ToolIndex) -> int | None:
+    """Completed calls in the current epoch: from the epoch strategy's stats, else computed."""
+    for entry in ctx.stats.values():
+        if "pinned" in entry and "keep_full" in entry:
+            return int(entry["keep_full"]) - ctx.settings.epoch_full_tool_calls
+    plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
+    return None if plan is None else len(index.calls) - plan.pinned

@@ -1,0 +1,95 @@
+"""Bust attribution: when the reusable prefix shrank, say what moved it.
+
+A call *busts* when the previous call's payload is not a prefix of this one. The cause is,
+checked in this order:
+
+1. ``tools``: the tools list changed (it precedes every message, so everything after it moved);
+2. ``transcript``: the caller's own transcript (the strategies' input) is not an extension of
+   the previous one (an edited or removed message);
+3. ``strategy``: the first strategy, in chain order, whose output stopped extending its previous
+   output; ``strategy`` names it (None when no trace was given or nothing traced moved, i.e.
+   something after the chain changed the payload).
+
+``message_index`` is the index, in the payload as sent, of the first message that differs from
+the previous call's payload (None for ``tools``: the break is before the first message).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, TypedDict
+
+from ctxmw.telemetry.canonical import DigestCache
+from ctxmw.telemetry.prefix import common_prefix_length
+
+__all__ = ["Bust", "CallShape", "attribute_bust", "call_shape"]
+
+
+class Bust(TypedDict):
+    """The ledger's ``bust`` value."""
+
+    cause: str
+    strategy: str | None
+    message_index: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class CallShape:
+    """Digests of what one call was built from.
+
+    Attributes:
+        tools: digest of the tools list.
+        transcript: per-message digests of the caller's transcript (the strategies' input).
+        stages: ``(strategy name, per-message digests of its output)``, in chain order.
+    """
+
+    tools: bytes
+    transcript: list[bytes]
+    stages: list[tuple[str, list[bytes]]]
+
+
+def call_shape(
+    cache: DigestCache,
+    tools: bytes,
+    transcript: Sequence[Mapping[str, Any]],
+    trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+) -> CallShape:
+    """Digest a call's transcript and each traced strategy output (cached by identity)."""
+    stages = [(name, cache.digests(output)) for name, output in trace or ()]
+    return CallShape(tools, cache.digests(transcript), stages)
+
+
+def attribute_bust(
+    previous: CallShape | None, current: CallShape, first_diff: int | None, broke: bool
+) -> Bust | None:
+    """Name the cause of a bust, or return None when the prefix did not shrink.
+
+    Args:
+        previous: the previous call's shape (None on a session's first call).
+        current: this call's shape.
+        first_diff: index of the first payload message that differs from the previous payload.
+        broke: whether the previous payload is not a prefix of this one.
+    """
+    if previous is None or not broke:
+        return None
+    if previous.tools != current.tools:
+        return Bust(cause="tools", strategy=None, message_index=None)
+    if not _extends(previous.transcript, current.transcript):
+        return Bust(cause="transcript", strategy=None, message_index=first_diff)
+    return Bust(
+        cause="strategy", strategy=_moved_stage(previous, current), message_index=first_diff
+    )
+
+
+def _moved_stage(previous: CallShape, current: CallShape) -> str | None:
+    for (old_name, old), (name, new) in zip(previous.stages, current.stages, strict=False):
+        if old_name != name or not _extends(old, new):
+            return name
+    if len(current.stages) > len(previous.stages):
+        return current.stages[len(previous.stages)][0]
+    return None
+
+
+def _extends(old: Sequence[bytes], new: Sequence[bytes]) -> bool:
+    return len(new) >= len(old) and common_prefix_length(old, new) == len(old)

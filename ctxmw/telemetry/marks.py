@@ -1,0 +1,92 @@
+"""Explicit cache breakpoints (``cache_control`` marks): finding, counting and placing them.
+
+Anthropic and Bedrock Claude cache a prompt only up to a block that carries
+``"cache_control": {"type": "ephemeral"}``, four such blocks at most per request. In litellm's
+OpenAI-format messages a mark sits on a content part, or on the message itself (litellm moves it
+onto the last block it builds from that message). litellm can also add marks itself from the
+``cache_control_injection_points`` completion argument.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ctxmw.types import Message
+
+__all__ = [
+    "MAX_BREAKPOINTS",
+    "count_marks",
+    "injected_indices",
+    "is_marked",
+    "marked_indices",
+    "with_mark",
+]
+
+MAX_BREAKPOINTS = 4
+"""Anthropic's limit: "A maximum of 4 blocks with cache_control may be provided"."""
+
+EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+def count_marks(message: Mapping[str, Any]) -> int:
+    """How many ``cache_control`` marks one message carries (message level and content parts)."""
+    own = 1 if message.get("cache_control") else 0
+    content = message.get("content")
+    if not isinstance(content, list):
+        return own
+    return own + sum(
+        1 for part in content if isinstance(part, Mapping) and part.get("cache_control")
+    )
+
+
+def is_marked(message: Mapping[str, Any]) -> bool:
+    """Whether the message carries any ``cache_control`` mark."""
+    return count_marks(message) > 0
+
+
+def injected_indices(
+    messages: Sequence[Mapping[str, Any]], injection_points: Iterable[Any] | None
+) -> set[int]:
+    """Indices of the messages litellm marks from ``cache_control_injection_points``.
+
+    Points are ``{"location": "message", "role": r}`` (every message of that role) or
+    ``{"location": "message", "index": i}`` (one message; negative counts from the end).
+    Other locations (e.g. tool definitions) mark no message.
+    """
+    found: set[int] = set()
+    for point in injection_points or ():
+        if not isinstance(point, Mapping) or point.get("location", "message") != "message":
+            continue
+        index, role = point.get("index"), point.get("role")
+        if isinstance(index, int) and -len(messages) <= index < len(messages):
+            found.add(index % len(messages))
+        elif isinstance(role, str):
+            found.update(i for i, msg in enumerate(messages) if msg.get("role") == role)
+    return found
+
+
+def marked_indices(
+    messages: Sequence[Mapping[str, Any]], injection_points: Iterable[Any] | None = None
+) -> set[int]:
+    """Indices of every message that reaches the provider with a mark (own or injected)."""
+    own = {i for i, msg in enumerate(messages) if is_marked(msg)}
+    return own | injected_indices(messages, injection_points)
+
+
+def with_mark(message: Message) -> Message:
+    """A new message with a mark on its last block; the input is never mutated.
+
+    String content becomes one text part carrying the mark, the shape litellm expects for
+    Anthropic. List content gets the mark on a copy of its last part. A message without content
+    (an assistant turn that only calls tools, a tool result) gets a message-level mark, which
+    litellm moves onto the last block it builds (the last tool_use or the tool_result).
+    """
+    content = message.get("content")
+    if isinstance(content, str) and content and message.get("role") != "tool":
+        part = {"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": [part]}
+    if isinstance(content, list) and content and isinstance(content[-1], Mapping):
+        last = {**content[-1], "cache_control": dict(EPHEMERAL)}
+        return {**message, "content": [*content[:-1], last]}
+    return {**message, "cache_control": dict(EPHEMERAL)}

@@ -1,0 +1,202 @@
+"""The local prefix estimate: how much of this call's payload repeats the previous call's.
+
+One ``PrefixTracker`` per session. Each call it takes the wire payload as sent (tools, then the
+messages after the strategies), and returns the local prompt size and the tokens of the longest
+common prefix of whole blocks with the previous call: the tools list counts as the first block
+(a changed tools list invalidates everything after it), then each message.
+
+Cost per call: a digest lookup per message (by object identity, see ``canonical``), a list
+comparison of digests, and tokenizing only the messages whose canonical bytes were never counted
+before. Old messages are never recounted; cumulative sums of the common part are reused.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from typing import Any
+
+from ctxmw.telemetry.canonical import DigestCache, payload_digest, tools_digest
+from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
+from ctxmw.telemetry.marks import injected_indices
+
+__all__ = ["PrefixResult", "PrefixTracker", "common_prefix_length"]
+
+
+@dataclass(frozen=True, slots=True)
+class PrefixResult:
+    """The local estimate for one call.
+
+    Attributes:
+        prompt_tokens: local token count of the whole payload.
+        prefix_tokens: tokens of the longest common prefix (whole blocks) with the previous call.
+        common_messages: messages in that common prefix.
+        first_diff: index of the first message that differs from the previous call's payload
+            (``len(previous)`` when the previous payload is reused whole); None on a first call.
+        broke: the previous payload is not a prefix of this one (a cache bust).
+        tools_changed: the tools list differs from the previous call's.
+        marked_prefix_tokens: tokens up to the last block that carried a ``cache_control`` mark
+            in the previous call and lies inside the common prefix (what a breakpoint-caching
+            provider can read); 0 when there is none.
+        payload_digest: hex digest of the canonical payload.
+        message_digests: per-message digests of this payload.
+    """
+
+    prompt_tokens: int
+    prefix_tokens: int
+    common_messages: int
+    first_diff: int | None
+    broke: bool
+    tools_changed: bool
+    marked_prefix_tokens: int
+    payload_digest: str
+    message_digests: list[bytes] = field(repr=False)
+
+
+@dataclass(frozen=True, slots=True)
+class _Snapshot:
+    digests: list[bytes]
+    cumulative: list[int]  # cumulative[i] = tokens of messages[:i]
+    tools: bytes
+    tools_tokens: int
+    tools_marked: bool
+    marked: frozenset[int]
+
+
+class PrefixTracker:
+    """Tracks one session's payloads and measures each call's reusable prefix.
+
+    Args:
+        counter: counts tokens; defaults to litellm's ``token_counter``.
+        digests: the digest cache to share with other per-call bookkeeping; the tracker rotates
+            it at the end of each ``observe``.
+    """
+
+    def __init__(
+        self, counter: TokenCounter | None = None, digests: DigestCache | None = None
+    ) -> None:
+        self._counter: TokenCounter = counter if counter is not None else LiteLLMCounter()
+        self._digests = digests if digests is not None else DigestCache()
+        self._tokens: dict[bytes, int] = {}
+        self._tools_tokens: dict[tuple[str, bytes, bool], int] = {}
+        self._previous: _Snapshot | None = None
+
+    def observe(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        tools: Sequence[Mapping[str, Any]] | None = None,
+        injection_points: Iterable[Any] | None = None,
+    ) -> PrefixResult:
+        """Measure one call's payload against the previous call's, then remember it."""
+        prev = self._previous
+        digests = self._digests.digests(messages)
+        tdigest = tools_digest(tools)
+        common = common_prefix_length(prev.digests, digests) if prev is not None else 0
+        tools_changed = prev is not None and prev.tools != tdigest
+        if tools_changed:
+            common = 0
+        cumulative = self._cumulative(model, messages, digests, prev, common)
+        ttokens = self._count_tools(model, tools, tdigest, messages)
+        snapshot = _Snapshot(
+            digests,
+            cumulative,
+            tdigest,
+            ttokens,
+            _tools_marked(tools),
+            frozenset(
+                self._digests.marked_positions(messages)
+                | injected_indices(messages, injection_points)
+            ),
+        )
+        result = self._result(model, prev, snapshot, common, tools_changed)
+        self._previous = snapshot
+        self._digests.rotate()
+        return result
+
+    def _result(
+        self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool
+    ) -> PrefixResult:
+        overhead = self._counter.overhead_tokens(model)
+        prefix = 0
+        if prev is not None and not tools_changed:
+            prefix = cur.tools_tokens + cur.cumulative[common]
+        broke = prev is not None and (tools_changed or common < len(prev.digests))
+        return PrefixResult(
+            prompt_tokens=cur.tools_tokens + cur.cumulative[-1] + overhead,
+            prefix_tokens=prefix,
+            common_messages=common,
+            first_diff=None if prev is None else common,
+            broke=broke,
+            tools_changed=tools_changed,
+            marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
+            payload_digest=payload_digest(cur.tools, cur.digests),
+            message_digests=cur.digests,
+        )
+
+    def _cumulative(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        digests: list[bytes],
+        prev: _Snapshot | None,
+        common: int,
+    ) -> list[int]:
+        # The common part's sums are the previous call's: only the rest is looked up and added.
+        head = prev.cumulative[: common + 1] if prev is not None else [0]
+        counts = [self._count(model, messages[i], digests[i]) for i in range(common, len(digests))]
+        tail = accumulate(counts, initial=head[-1])
+        next(tail)
+        head.extend(tail)
+        return head
+
+    def _count(self, model: str, message: Mapping[str, Any], digest: bytes) -> int:
+        tokens = self._tokens.get(digest)
+        if tokens is None:
+            tokens = self._counter.message_tokens(model, message)
+            self._tokens[digest] = tokens
+        return tokens
+
+    def _count_tools(
+        self,
+        model: str,
+        tools: Sequence[Mapping[str, Any]] | None,
+        digest: bytes,
+        messages: Sequence[Mapping[str, Any]],
+    ) -> int:
+        if not tools:
+            return 0
+        has_system = self._digests.has_system(messages)
+        key = (model, digest, has_system)
+        if key not in self._tools_tokens:
+            self._tools_tokens[key] = self._counter.tools_tokens(model, tools, has_system)
+        return self._tools_tokens[key]
+
+
+def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
+    """Length of the longest common prefix of two digest lists.
+
+    The usual case (the previous list is a prefix of the current one) is one list comparison
+    in C, fast because unchanged messages share their digest objects.
+    """
+    n = len(previous)
+    if len(current) >= n and list(current[:n]) == list(previous):
+        return n
+    for i, (a, b) in enumerate(zip(previous, current, strict=False)):
+        if a != b:
+            return i
+    return min(n, len(current))
+
+
+def _marked_prefix(prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool) -> int:
+    if prev is None or tools_changed:
+        return 0
+    inside = [i for i in prev.marked if i < common]
+    if inside:
+        return cur.tools_tokens + cur.cumulative[max(inside) + 1]
+    return cur.tools_tokens if prev.tools_marked and cur.tools_tokens else 0
+
+
+def _tools_marked(tools: Sequence[Mapping[str, Any]] | None) -> bool:
+    return any(isinstance(tool, Mapping) and tool.get("cache_control") for tool in tools or ())

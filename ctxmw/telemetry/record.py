@@ -1,0 +1,164 @@
+"""The per-call record and its sinks: the ``"ctxmw"`` logger, user hooks, the JSONL ledger.
+
+The ledger is a public, stable format: one JSON object per line with exactly the fields of
+:class:`CallRecord` (runtime spec section 3). It holds counts and digests, never message content.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import os
+from collections.abc import Awaitable, Callable, Iterable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ctxmw.telemetry.bust import Bust
+
+__all__ = ["CallHook", "CallRecord", "LedgerWriter", "deliver", "ledger_path", "log_record"]
+
+CallHook = Callable[["CallRecord"], "Awaitable[None] | None"]
+"""An ``on_call`` hook: called with each record; sync or async."""
+
+
+@dataclass(frozen=True, slots=True)
+class CallRecord:
+    """What one model call cost and how much of its prompt the provider's cache served.
+
+    Attributes:
+        ts: ISO-8601 UTC time the call finished.
+        session: the session id (the save_file, or an explicit id).
+        round: the tool-loop round of the call.
+        model: the litellm model name as called.
+        provider: litellm's provider for the model ('' when unknown).
+        cache_rule: the concrete caching rule applied (never ``auto``).
+        strategies: names of the strategies applied, in order.
+        messages_in: messages in the transcript before the strategies.
+        messages_out: messages sent.
+        calls_compacted: tool calls shown compacted (summed over the strategies' stats).
+        calls_dropped: tool calls left out.
+        epoch: the epoch strategy's current epoch (None when none ran or it changed nothing).
+        prompt_tokens_local: local token count of the payload sent.
+        prefix_tokens_local: tokens of the common prefix with the session's previous call.
+        expected_cached_tokens: the prefix passed through the caching rule.
+        prompt_tokens: provider-reported prompt tokens (local count when not reported).
+        cache_read_tokens: provider-reported cache reads.
+        cache_write_tokens: provider-reported cache writes.
+        completion_tokens: provider-reported completion tokens.
+        usage_estimated: the provider reported no usage; token figures are estimates.
+        cost_usd: ``litellm.completion_cost`` (None when litellm cannot price the model).
+        latency_s: wall-clock seconds of the call.
+        bust: None, or what broke the prefix: ``{"cause", "strategy", "message_index"}``.
+        payload_digest: hex digest of the canonical payload (tools + messages).
+    """
+
+    ts: str
+    session: str
+    round: int
+    model: str
+    provider: str
+    cache_rule: str
+    strategies: tuple[str, ...]
+    messages_in: int
+    messages_out: int
+    calls_compacted: int
+    calls_dropped: int
+    epoch: int | None
+    prompt_tokens_local: int
+    prefix_tokens_local: int
+    expected_cached_tokens: int
+    prompt_tokens: int
+    cache_read_tokens: int
+    cache_write_tokens: int
+    completion_tokens: int
+    usage_estimated: bool
+    cost_usd: float | None
+    latency_s: float
+    bust: Bust | None
+    payload_digest: str
+
+    def to_dict(self) -> dict[str, Any]:
+        """The ledger object (JSON-ready: tuples become lists)."""
+        data = asdict(self)
+        data["strategies"] = list(self.strategies)
+        return data
+
+    def to_json(self) -> str:
+        """One ledger line, without the newline."""
+        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+def ledger_path(save_file: str | os.PathLike[str]) -> Path:
+    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.ledger.jsonl``.
+
+    Only the last extension is replaced (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` ->
+    ``agent.ledger.jsonl``).
+    """
+    path = Path(save_file)
+    return path.with_name(f"{path.stem if path.suffix else path.name}.ledger.jsonl")
+
+
+def log_record(logger: logging.Logger, record: CallRecord) -> None:
+    """One INFO line: reported against expected cache reads, and the bust if any."""
+    bust = record.bust
+    cause = ""
+    if bust is not None:
+        cause = f" bust={bust['cause']}"
+        if bust["strategy"]:
+            cause += f":{bust['strategy']}"
+        if bust["message_index"] is not None:
+            cause += f"@{bust['message_index']}"
+    logger.info(
+        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%d expected=%d "
+        "prefix_local=%d rule=%s%s",
+        record.session,
+        record.round,
+        record.model,
+        record.prompt_tokens,
+        "~" if record.usage_estimated else "",
+        record.cache_read_tokens,
+        record.expected_cached_tokens,
+        record.prefix_tokens_local,
+        record.cache_rule,
+        cause,
+    )
+
+
+async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging.Logger) -> None:
+    """Call each hook; a failing hook is logged and never breaks the agent's call."""
+    for hook in hooks:
+        try:
+            result = hook(record)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:
+            logger.exception("ctxmw on_call hook %r failed; the call itself succeeded", hook)
+
+
+class LedgerWriter:
+    """Appends records to one ledger file, one line each, serialised by a lock.
+
+    The file is created with owner-only permissions (like the transcript it sits beside).
+    """
+
+    def __init__(self, path: str | os.PathLike[str]) -> None:
+        self.path = Path(path)
+        self._lock = anyio.Lock()
+
+    async def write(self, record: CallRecord) -> None:
+        """Append one record (one worker-thread hop: open, append, close)."""
+        data = (record.to_json() + "\n").encode()
+        async with self._lock:
+            await anyio.to_thread.run_sync(self._append, data)
+
+    def _append(self, data: bytes) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        try:
+            os.write(fd, data)
+        finally:
+            os.close(fd)

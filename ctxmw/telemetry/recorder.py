@@ -1,0 +1,274 @@
+"""``CallRecorder``: the one telemetry object the wrapper holds per session.
+
+Wiring it into a tool loop (one recorder per session, i.e. per save_file or ``session=`` id)::
+
+    recorder = CallRecorder(session_id, save_file=save_file, settings=settings, on_call=hooks)
+    trace: list[tuple[str, Messages]] = []
+    prompt = await apply_strategies(transcript, strategies, ctx, trace=trace)
+    kwargs = recorder.prepare_kwargs({**user_kwargs, "messages": prompt, "tools": tools})
+    start = time.perf_counter()
+    response = await litellm.acompletion(**kwargs)
+    record = await recorder.record(
+        model=kwargs["model"], wire_kwargs=kwargs, transcript=transcript, trace=trace,
+        stats=ctx.stats, response=response, latency_s=time.perf_counter() - start, round=n,
+    )
+
+For ``stream=True``, iterate the stream first, then pass the list of chunks the caller saw as
+``response`` and the consumed litellm stream object as ``stream`` (it tells a provider-reported
+usage from litellm's tokenizer estimate). Calls must be recorded in the order they were made;
+``record`` serialises itself, so concurrent sessions each need their own recorder.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ctxmw.settings import Settings
+from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
+from ctxmw.telemetry.canonical import DigestCache, tools_digest
+from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
+from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, ledger_path
+from ctxmw.telemetry.record import log_record as _log_record
+from ctxmw.telemetry.rules import cache_minimum, expected_cached_tokens, resolve_rule
+from ctxmw.telemetry.usage import UsageReport, read_stream_usage, read_usage, with_stream_usage
+
+__all__ = ["CallRecorder"]
+
+# A call with more never-seen messages than this (a first call on a long resumed transcript)
+# tokenizes in a worker thread so the event loop is not held for long.
+_THREAD_THRESHOLD = 64
+
+
+class CallRecorder:
+    """Builds one :class:`CallRecord` per model call of a session and delivers it.
+
+    Args:
+        session: the session id (the save_file path, or an explicit ``session=`` id).
+        save_file: when given, records are appended to ``<stem>.ledger.jsonl`` beside it.
+        settings: supplies ``cache_rule``; defaults to ``Settings()``.
+        on_call: hooks called with each record (sync or async); a failing hook is logged.
+        logger: where the INFO line goes; the ``"ctxmw"`` logger by default.
+        token_counter: counts prompt tokens; litellm's ``token_counter`` by default.
+    """
+
+    def __init__(
+        self,
+        session: str,
+        *,
+        save_file: str | os.PathLike[str] | None = None,
+        settings: Settings | None = None,
+        on_call: Iterable[CallHook] = (),
+        logger: logging.Logger | None = None,
+        token_counter: TokenCounter | None = None,
+    ) -> None:
+        self.session = session
+        self.settings = settings if settings is not None else Settings()
+        self.hooks = list(on_call)
+        self.logger = logger if logger is not None else logging.getLogger("ctxmw")
+        self.ledger = LedgerWriter(ledger_path(save_file)) if save_file is not None else None
+        self._digests = DigestCache()
+        self._tracker = PrefixTracker(token_counter, self._digests)
+        self._shape: CallShape | None = None
+        self._seen = 0
+        self._lock = anyio.Lock()
+
+    @property
+    def ledger_path(self) -> Path | None:
+        """Where records are appended, if anywhere."""
+        return self.ledger.path if self.ledger is not None else None
+
+    def prepare_kwargs(self, kwargs: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
+        """``kwargs`` plus ``stream_options={"include_usage": True}`` where the provider accepts it.
+
+        See :func:`ctxmw.telemetry.usage.with_stream_usage`.
+        """
+        return with_stream_usage(kwargs, str(kwargs.get("model", "")))
+
+    async def record(
+        self,
+        *,
+        model: str,
+        wire_kwargs: Mapping[str, Any],
+        transcript: Sequence[Mapping[str, Any]],
+        trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None = None,
+        stats: Mapping[str, Mapping[str, Any]] | None = None,
+        response: object = None,
+        latency_s: float = 0.0,
+        round: int = 0,
+        stream: object | None = None,
+    ) -> CallRecord:
+        """Measure one finished call, deliver the record to every sink, and return it.
+
+        Args:
+            model: the model name the call used.
+            wire_kwargs: exactly what was passed to the completion function (``messages``,
+                ``tools``, ``api_base``, ``cache_control_injection_points``, ...).
+            transcript: the full-fidelity transcript the strategies started from.
+            trace: ``(strategy name, output)`` per strategy, from ``apply_strategies(trace=)``.
+            stats: the strategies' ``ctx.stats``.
+            response: the ``ModelResponse``, or the list of chunks of a consumed stream.
+            latency_s: wall-clock seconds of the call.
+            round: the tool-loop round.
+            stream: the consumed litellm stream object, for streamed calls.
+        """
+        async with self._lock:
+            record = await self._build(
+                model,
+                wire_kwargs,
+                transcript,
+                trace,
+                stats or {},
+                response,
+                latency_s,
+                round,
+                stream,
+            )
+        _log_record(self.logger, record)
+        await deliver(self.hooks, record, self.logger)
+        if self.ledger is not None:
+            await self.ledger.write(record)
+        return record
+
+    async def _build(
+        self,
+        model: str,
+        kw: Mapping[str, Any],
+        transcript: Sequence[Mapping[str, Any]],
+        trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+        stats: Mapping[str, Mapping[str, Any]],
+        response: object,
+        latency_s: float,
+        round: int,
+        stream: object | None,
+    ) -> CallRecord:
+        messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
+        provider = _provider(model, kw)
+        rule = resolve_rule(self.settings.cache_rule, model, provider, kw.get("api_base"))
+        shape = call_shape(self._digests, tools_digest(tools), transcript, trace)
+        prefix = await self._observe(
+            model, messages, tools, kw.get("cache_control_injection_points")
+        )
+        usage = _read(response, stream)
+        expected = expected_cached_tokens(
+            rule,
+            prefix_tokens=prefix.prefix_tokens,
+            marked_prefix_tokens=prefix.marked_prefix_tokens,
+            minimum=cache_minimum(rule, model, provider or None),
+        )
+        bust = attribute_bust(self._shape, shape, prefix.first_diff, prefix.broke)
+        self._shape = shape
+        return CallRecord(
+            ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
+            session=self.session,
+            round=round,
+            model=model,
+            provider=provider,
+            cache_rule=rule,
+            strategies=tuple(name for name, _ in trace or ()),
+            messages_in=len(transcript),
+            messages_out=len(messages),
+            calls_compacted=_stat_sum(stats, "calls_compacted"),
+            calls_dropped=_stat_sum(stats, "calls_dropped"),
+            epoch=_epoch(stats),
+            prompt_tokens_local=prefix.prompt_tokens,
+            prefix_tokens_local=prefix.prefix_tokens,
+            expected_cached_tokens=min(expected, prefix.prompt_tokens),
+            prompt_tokens=prefix.prompt_tokens if usage.estimated else usage.prompt_tokens,
+            cache_read_tokens=usage.cache_read_tokens,
+            cache_write_tokens=usage.cache_write_tokens,
+            completion_tokens=usage.completion_tokens,
+            usage_estimated=usage.estimated,
+            cost_usd=_cost(response, model, provider),
+            latency_s=round_latency(latency_s),
+            bust=bust,
+            payload_digest=prefix.payload_digest,
+        )
+
+    async def _observe(
+        self,
+        model: str,
+        messages: list[Any],
+        tools: Any,
+        injection_points: Any,
+    ) -> PrefixResult:
+        many_new = len(messages) - self._seen > _THREAD_THRESHOLD
+        self._seen = len(messages)
+        if many_new:
+            return await anyio.to_thread.run_sync(
+                self._tracker.observe, model, messages, tools, injection_points
+            )
+        return self._tracker.observe(model, messages, tools, injection_points)
+
+
+def round_latency(seconds: float) -> float:
+    """Latency as stored in the ledger: seconds, to the microsecond."""
+    return round(max(seconds, 0.0), 6)
+
+
+def _read(response: object, stream: object | None) -> UsageReport:
+    if isinstance(response, list | tuple):
+        return read_stream_usage(response, stream)
+    return read_usage(response)
+
+
+def _provider(model: str, kw: Mapping[str, Any]) -> str:
+    import litellm
+
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(
+            model, custom_llm_provider=kw.get("custom_llm_provider"), api_base=kw.get("api_base")
+        )
+    except Exception:  # the call itself would have failed first; keep the record anyway
+        return ""
+    return str(provider)
+
+
+def _cost(response: object, model: str, provider: str) -> float | None:
+    import litellm
+
+    try:
+        if isinstance(response, list | tuple):
+            usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
+            if usage is None:
+                return None
+            prompt, completion = litellm.cost_per_token(
+                model=model, custom_llm_provider=provider or None, usage_object=usage
+            )
+            return float(prompt + completion)
+        if response is None:
+            return None
+        return float(
+            litellm.completion_cost(
+                completion_response=response, model=model, custom_llm_provider=provider or None
+            )
+        )
+    except Exception:  # litellm cannot price this model: the ledger says null
+        return None
+
+
+def _usage_of_chunk(chunk: object) -> Any:
+    usage = getattr(chunk, "usage", None)
+    if usage is None:
+        hidden = getattr(chunk, "_hidden_params", None)
+        usage = hidden.get("usage") if isinstance(hidden, Mapping) else None
+    return usage
+
+
+def _stat_sum(stats: Mapping[str, Mapping[str, Any]], key: str) -> int:
+    return sum(int(entry.get(key, 0) or 0) for entry in stats.values())
+
+
+def _epoch(stats: Mapping[str, Mapping[str, Any]]) -> int | None:
+    for entry in stats.values():
+        value = entry.get("epoch")
+        if isinstance(value, int):
+            return value
+    return None

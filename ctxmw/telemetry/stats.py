@@ -1,0 +1,173 @@
+"""Summaries of ledgers: what ``ctxmw stats`` prints and plots.
+
+Reading is synchronous: this serves the command line and notebooks, never the agent's loop.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from collections import Counter
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ctxmw.errors import UsageError
+
+__all__ = ["SessionStats", "format_table", "load_ledgers", "plot_ledger", "summarise"]
+
+
+@dataclass(slots=True)
+class SessionStats:
+    """Totals of one session and model.
+
+    Attributes:
+        session: the session id.
+        model: the model name.
+        calls: records counted.
+        prompt_tokens: provider-reported prompt tokens.
+        cache_read_tokens: provider-reported cache reads.
+        expected_cached_tokens: cache reads the caching rule expected.
+        cost_usd: summed cost of the priced calls (None when no call was priced).
+        busts: how many busts each cause had (``"strategy:<name>"`` for strategies).
+    """
+
+    session: str
+    model: str
+    calls: int = 0
+    prompt_tokens: int = 0
+    cache_read_tokens: int = 0
+    expected_cached_tokens: int = 0
+    cost_usd: float | None = None
+    busts: Counter[str] = field(default_factory=Counter)
+
+    @property
+    def hit_rate(self) -> float:
+        """Cache reads as a share of prompt tokens (0 when there were none)."""
+        return self.cache_read_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+
+    def add(self, record: dict[str, Any]) -> None:
+        """Count one ledger record."""
+        self.calls += 1
+        self.prompt_tokens += int(record.get("prompt_tokens") or 0)
+        self.cache_read_tokens += int(record.get("cache_read_tokens") or 0)
+        self.expected_cached_tokens += int(record.get("expected_cached_tokens") or 0)
+        cost = record.get("cost_usd")
+        if isinstance(cost, int | float):
+            self.cost_usd = (self.cost_usd or 0.0) + float(cost)
+        bust = record.get("bust")
+        if isinstance(bust, dict):
+            self.busts[_bust_label(bust)] += 1
+
+
+def load_ledgers(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+    """Every record of the given ledger files, in file order; a torn or blank line is skipped.
+
+    Raises:
+        UsageError: a file does not exist or cannot be read.
+    """
+    records: list[dict[str, Any]] = []
+    for path in map(Path, paths):
+        try:
+            text = path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UsageError(f"Cannot read ledger {str(path)!r}: {exc.strerror}.") from exc
+        records.extend(_parse(text))
+    return records
+
+
+def summarise(records: Iterable[dict[str, Any]]) -> list[SessionStats]:
+    """One :class:`SessionStats` per (session, model), in first-seen order."""
+    table: dict[tuple[str, str], SessionStats] = {}
+    for record in records:
+        key = (str(record.get("session", "")), str(record.get("model", "")))
+        table.setdefault(key, SessionStats(*key)).add(record)
+    return list(table.values())
+
+
+def format_table(stats: Sequence[SessionStats]) -> str:
+    """A plain-text table of ``stats``, then one line per session listing its busts."""
+    head = ("session", "model", "calls", "prompt", "read", "expected", "hit", "cost_usd")
+    rows = [head] + [_row(s) for s in stats]
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    for s in stats:
+        if s.busts:
+            causes = ", ".join(f"{label} x{n}" for label, n in s.busts.most_common())
+            lines.append(f"busts {s.session} {s.model}: {causes}")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) -> Path:
+    """Draw prompt tokens and cache reads per call (one panel per session) into a PNG.
+
+    Raises:
+        UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
+    """
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise UsageError(
+            "--plot needs matplotlib, which is not installed; install it with "
+            "pip install 'ctxmw[plot]'."
+        ) from exc
+    sessions = summarise(records)
+    fig, axes = plt.subplots(len(sessions) or 1, 1, figsize=(10, 3.2 * max(len(sessions), 1)))
+    for ax, s in zip(list(getattr(axes, "flat", [axes])), sessions, strict=False):
+        mine = [r for r in records if r.get("session") == s.session and r.get("model") == s.model]
+        _draw(ax, mine, f"{s.session} ({s.model})")
+    fig.tight_layout()
+    path = Path(out)
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+def _draw(ax: Any, records: Sequence[dict[str, Any]], title: str) -> None:
+    x = range(1, len(records) + 1)
+    ax.plot(x, [r.get("prompt_tokens", 0) for r in records], label="prompt tokens")
+    ax.plot(x, [r.get("cache_read_tokens", 0) for r in records], label="cache reads")
+    ax.plot(x, [r.get("expected_cached_tokens", 0) for r in records], ":", label="expected reads")
+    busts = [i for i, r in zip(x, records, strict=True) if r.get("bust")]
+    for i in busts:
+        ax.axvline(i, color="grey", alpha=0.3, linewidth=0.8)
+    ax.set_title(title)
+    ax.set_xlabel("call")
+    ax.set_ylabel("tokens")
+    ax.legend(loc="upper left")
+
+
+def _row(s: SessionStats) -> tuple[str, ...]:
+    cost = "-" if s.cost_usd is None else f"{s.cost_usd:.4f}"
+    return (
+        s.session,
+        s.model,
+        str(s.calls),
+        str(s.prompt_tokens),
+        str(s.cache_read_tokens),
+        str(s.expected_cached_tokens),
+        f"{s.hit_rate:.1%}",
+        cost,
+    )
+
+
+def _bust_label(bust: dict[str, Any]) -> str:
+    cause = str(bust.get("cause", "?"))
+    strategy = bust.get("strategy")
+    return f"{cause}:{strategy}" if strategy else cause
+
+
+def _parse(text: str) -> Iterable[dict[str, Any]]:
+    for line in text.splitlines():
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except ValueError:
+            continue  # a torn last line from a crash: the other records still count
+        if isinstance(record, dict):
+            yield record

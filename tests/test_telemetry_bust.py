@@ -1,0 +1,61 @@
+"""Bust attribution: tools, the caller's transcript, or the strategy that moved the prefix."""
+
+from __future__ import annotations
+
+from ctxmw.telemetry.bust import CallShape, attribute_bust
+
+
+def shape(
+    transcript: list[bytes], *stages: tuple[str, list[bytes]], tools: bytes = b"t"
+) -> CallShape:
+    return CallShape(tools, transcript, list(stages))
+
+
+def test_no_bust_on_a_first_call_or_an_extension() -> None:
+    cur = shape([b"a", b"b"], ("s", [b"a", b"b"]))
+    assert attribute_bust(None, cur, None, False) is None
+    assert attribute_bust(shape([b"a"], ("s", [b"a"])), cur, 1, False) is None
+
+
+def test_tools_change_is_named_first() -> None:
+    prev = shape([b"a"], ("s", [b"a"]))
+    cur = shape([b"x"], ("s", [b"x"]), tools=b"u")
+    assert attribute_bust(prev, cur, 0, True) == {
+        "cause": "tools",
+        "strategy": None,
+        "message_index": None,
+    }
+
+
+def test_an_edited_transcript_is_the_callers() -> None:
+    prev = shape([b"a", b"b"], ("s", [b"a", b"b"]))
+    cur = shape([b"a", b"B", b"c"], ("s", [b"a", b"B", b"c"]))
+    bust = attribute_bust(prev, cur, 1, True)
+    assert bust == {"cause": "transcript", "strategy": None, "message_index": 1}
+
+
+def test_the_first_strategy_that_stopped_extending_is_named() -> None:
+    prev = shape([b"a", b"b"], ("one", [b"a", b"b"]), ("two", [b"a", b"n", b"b"]))
+    cur = shape([b"a", b"b", b"c"], ("one", [b"a", b"b", b"c"]), ("two", [b"a", b"N", b"b", b"c"]))
+    bust = attribute_bust(prev, cur, 1, True)
+    assert bust == {"cause": "strategy", "strategy": "two", "message_index": 1}
+
+
+def test_a_transient_message_dropped_at_the_end_names_its_strategy() -> None:
+    prev = shape([b"a"], ("epoch", [b"a"]), ("inbox", [b"a", b"note"]))
+    cur = shape([b"a", b"b"], ("epoch", [b"a", b"b"]), ("inbox", [b"a", b"b"]))
+    assert attribute_bust(prev, cur, 1, True) == {
+        "cause": "strategy",
+        "strategy": "inbox",
+        "message_index": 1,
+    }
+
+
+def test_untraced_change_after_the_chain_names_no_strategy() -> None:
+    prev = shape([b"a"])
+    cur = shape([b"a", b"b"])
+    assert attribute_bust(prev, cur, 0, True) == {
+        "cause": "strategy",
+        "strategy": None,
+        "message_index": 0,
+    }

@@ -1,0 +1,88 @@
+"""ctxmw stats: the table per session and model, busts with causes, the optional plot."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxmw.cli import main
+from ctxmw.telemetry.stats import format_table, load_ledgers, summarise
+
+
+def rec(
+    session: str, model: str, prompt: int, read: int, bust: Any = None, cost: Any = 0.01
+) -> dict[str, Any]:
+    return {
+        "session": session, "model": model, "prompt_tokens": prompt, "cache_read_tokens": read,
+        "expected_cached_tokens": read + 10, "cost_usd": cost, "bust": bust,
+    }  # fmt: skip
+
+
+def write(path: Path, records: list[dict[str, Any]], torn: bool = False) -> Path:
+    text = "".join(json.dumps(r) + "\n" for r in records)
+    path.write_text(text + ('{"session": "a", "mod' if torn else ""))
+    return path
+
+
+EPOCH = {"cause": "strategy", "strategy": "shorten_tools_epoch_increment", "message_index": 2}
+LEDGER = [
+    rec("a", "gpt-4o", 1000, 0),
+    rec("a", "gpt-4o", 2000, 1024, cost=None),
+    rec("a", "gpt-4o", 3000, 0, bust=EPOCH),
+    rec("b", "claude", 500, 0, bust={"cause": "tools", "strategy": None, "message_index": None}),
+]
+
+
+def test_summary_per_session_and_model(tmp_path: Path) -> None:
+    records = load_ledgers([write(tmp_path / "x.ledger.jsonl", LEDGER, torn=True)])
+    a, b = summarise(records)
+    assert (a.calls, a.prompt_tokens, a.cache_read_tokens, a.expected_cached_tokens) == (
+        3,
+        6000,
+        1024,
+        1054,
+    )
+    assert a.cost_usd == pytest.approx(0.02)
+    assert a.hit_rate == pytest.approx(1024 / 6000)
+    assert dict(a.busts) == {"strategy:shorten_tools_epoch_increment": 1}
+    assert (b.session, dict(b.busts)) == ("b", {"tools": 1})
+    table = format_table([a, b])
+    assert "17.1%" in table
+    assert "busts a gpt-4o: strategy:shorten_tools_epoch_increment x1" in table
+
+
+def test_cli_prints_the_table(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "x.ledger.jsonl", LEDGER)
+    assert main(["stats", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == [
+        "session", "model", "calls", "prompt", "read", "expected", "hit", "cost_usd"
+    ]  # fmt: skip
+    assert "busts b claude: tools x1" in out
+
+
+def test_cli_names_a_missing_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", str(tmp_path / "nope.jsonl")]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_cli_plot(tmp_path: Path) -> None:
+    pytest.importorskip("matplotlib")
+    path = write(tmp_path / "x.ledger.jsonl", LEDGER)
+    png = tmp_path / "out.png"
+    assert main(["stats", str(path), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_says_how_to_install(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    path = write(tmp_path / "x.ledger.jsonl", LEDGER)
+    assert main(["stats", str(path), "--plot", str(tmp_path / "o.png")]) == 2
+    assert "pip install 'ctxmw[plot]'" in capsys.readouterr().err
