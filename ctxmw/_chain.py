@@ -95,7 +95,8 @@ async def apply_strategies(
     """Feed ``messages`` through each strategy in turn and return the last output."""
     if isinstance(messages, str | bytes | Mapping) or not isinstance(messages, Sequence):
         raise UsageError(
-            f"messages must be a list of OpenAI-format message dicts, got {type(messages).__name__}."
+            "messages must be a list of OpenAI-format message dicts, "
+            f"got {type(messages).__name__}."
         )
     # A shallow copy: a strategy that appends to its input cannot touch the caller's list.
     current: Messages = list(messages)
@@ -104,7 +105,9 @@ async def apply_strategies(
     return current
 
 
-async def _run_one(name: str, strategy: Strategy, messages: Messages, ctx: StrategyContext) -> Messages:
+async def _run_one(
+    name: str, strategy: Strategy, messages: Messages, ctx: StrategyContext
+) -> Messages:
     try:
         result = strategy(messages, ctx)
         if inspect.isawaitable(result):

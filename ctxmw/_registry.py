@@ -11,7 +11,13 @@ from typing import TypeVar
 from ctxmw.errors import UnknownStrategyError, UsageError
 from ctxmw.types import Strategy
 
-__all__ = ["ENTRY_POINT_GROUP", "StrategyInfo", "get_strategy", "list_strategies", "register_strategy"]
+__all__ = [
+    "ENTRY_POINT_GROUP",
+    "StrategyInfo",
+    "get_strategy",
+    "list_strategies",
+    "register_strategy",
+]
 
 ENTRY_POINT_GROUP = "ctxmw.strategies"
 

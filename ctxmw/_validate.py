@@ -94,9 +94,7 @@ def _open_calls(
             open_calls[call_id] = i
 
 
-def _answer(
-    out: Pairing, open_calls: dict[str, int], seen: set[str], i: int, call_id: Any
-) -> None:
+def _answer(out: Pairing, open_calls: dict[str, int], seen: set[str], i: int, call_id: Any) -> None:
     if isinstance(call_id, str) and call_id in open_calls:
         out.answered.add((open_calls.pop(call_id), call_id))
         out.results.add(i)

@@ -102,7 +102,8 @@ class SaveFileBusy(CtxmwRuntimeError):
     """Another writer holds the lock on this save_file."""
 
 
-class Aborted(Exception):  # noqa: N818 - a signal, not an error: the name says what happened
+# A signal, not an error: the name says what happened (hence no -Error suffix).
+class Aborted(Exception):
     """An ``abort`` file in the inbox asked the running agent to stop.
 
     Not part of the :class:`CtxmwError` tree: catching ``CtxmwError`` never swallows it.

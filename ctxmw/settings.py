@@ -50,7 +50,9 @@ class Settings(BaseSettings):
         description="Comma-separated strategy names used when a call passes none "
         "(default: shorten_tools_epoch_increment,inbox).",
     )
-    full_tool_calls: int = Field(0, ge=0, description="shorten_tools: newest call arguments kept full.")
+    full_tool_calls: int = Field(
+        0, ge=0, description="shorten_tools: newest call arguments kept full."
+    )
     full_tool_outputs: int = Field(10, ge=0, description="shorten_tools: newest outputs kept full.")
     max_tool_calls: int = Field(40, ge=0, description="shorten_tools: calls kept at all.")
     max_tool_outputs: int | None = Field(

@@ -151,7 +151,7 @@ def _render_group(
 def _compact_call(tc: Any, limit: int) -> Any:
     fn = tc.get("function") if isinstance(tc, dict) else None
     args = fn.get("arguments") if isinstance(fn, dict) else None
-    if not isinstance(args, str):
+    if not isinstance(fn, dict) or not isinstance(args, str):
         return tc
     short = compact_arguments(args, limit)
     return tc if short is args else {**tc, "function": {**fn, "arguments": short}}

@@ -18,9 +18,7 @@ def repair_tool_pairs(messages: Messages, ctx: StrategyContext) -> Messages:
     if not pairing.problems:
         return messages
     out = [
-        new
-        for i, msg in enumerate(messages)
-        if (new := _repair_one(i, msg, pairing)) is not None
+        new for i, msg in enumerate(messages) if (new := _repair_one(i, msg, pairing)) is not None
     ]
     dropped = len(messages) - len(out)
     ctx.stats["repair_tool_pairs"] = {"problems": len(pairing.problems), "dropped": dropped}
@@ -42,7 +40,7 @@ def _repair_one(i: int, msg: Any, pairing: Pairing) -> Any:
         return msg
     if i in pairing.bad_tool_calls:
         return _without_calls(msg)
-    ids: set[str] = set()
+    ids: set[object] = set()
     kept = []
     for tc in msg["tool_calls"]:
         call_id = tc.get("id") if isinstance(tc, dict) else None
