@@ -26,7 +26,7 @@ import anyio.to_thread
 from ctxmw.errors import InvalidTranscriptError
 from ctxmw.types import Message, Messages
 
-__all__ = ["TranscriptFile", "dump_line", "same_message"]
+__all__ = ["TranscriptFile", "dump_line", "match_history", "same_message"]
 
 logger = logging.getLogger("ctxmw")
 
@@ -39,6 +39,37 @@ def dump_line(message: Message) -> bytes:
 def same_message(stored: Message, given: Message) -> bool:
     """Whether two messages say the same thing on the wire (key order and ``None`` ignored)."""
     return bool(_normal(stored) == _normal(json.loads(json.dumps(given))))
+
+
+def match_history(stored: Sequence[Message], given: Sequence[Message]) -> int | None:
+    """How many of ``given`` the transcript ``stored`` already holds, or None if they diverged.
+
+    ``stored`` matches when it is ``given``'s beginning, except for tool rounds (assistant
+    messages with tool calls and their results) that the tool loop ran for a stateless caller,
+    who only ever received the answer that followed them: such a run is skipped when the caller
+    has that answer next, or when it ends the transcript (the loop stopped early).
+    """
+    i = j = 0
+    while i < len(stored):
+        if j < len(given) and same_message(stored[i], given[j]):
+            i, j = i + 1, j + 1
+            continue
+        k = _after_tool_rounds(stored, i)
+        if k == i or not (
+            k == len(stored) or (j < len(given) and same_message(stored[k], given[j]))
+        ):
+            return None
+        i = k
+    return j
+
+
+def _after_tool_rounds(messages: Sequence[Message], i: int) -> int:
+    while i < len(messages) and (
+        messages[i].get("role") == "tool"
+        or (messages[i].get("role") == "assistant" and messages[i].get("tool_calls"))
+    ):
+        i += 1
+    return i
 
 
 class TranscriptFile:

@@ -18,9 +18,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from ctxmw.types import Message, Messages
+from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["Turn"]
+__all__ = ["Turn", "delivered_notes"]
 
 
 @dataclass(slots=True)
@@ -60,7 +60,17 @@ class Turn:
         self.working.extend(messages)
         self.unwritten.extend(messages)
 
+    def unseen(self, notes: Sequence[Message]) -> Messages:
+        """Those of ``notes`` the turn does not already hold as unconfirmed."""
+        return [n for n in notes if not any(n is u for u in self.unconfirmed)]
+
     def take_unwritten(self) -> Messages:
         """The messages to append now; the turn forgets them."""
         out, self.unwritten = self.unwritten, []
         return out
+
+
+def delivered_notes(ctx: StrategyContext) -> Messages:
+    """The messages the ``inbox`` strategy appended during one call (its ``ctx.stats``)."""
+    delivered = ctx.stats.get("inbox", {}).get("delivered", [])
+    return [m for m in delivered if isinstance(m, dict)] if isinstance(delivered, list) else []

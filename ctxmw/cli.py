@@ -5,13 +5,9 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable, Sequence
-from pathlib import Path
-
-import anyio
 
 from ctxmw import __version__, list_strategies
-from ctxmw._show import format_transcript
-from ctxmw._transcript import TranscriptFile
+from ctxmw._cli_show import add_show_command
 
 __all__ = ["main"]
 
@@ -37,10 +33,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add(sub, "strategies", "list every registered prompt strategy", _cmd_strategies)
     _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
-    show = _add(sub, "show", "print a transcript (save_file) readably", _cmd_show)
-    show.add_argument("save_file", metavar="SAVE_FILE", help="a JSONL transcript")
-    show.add_argument("--full", action="store_true", help="do not fold long parts")
-    show.add_argument("--width", type=int, default=100, help="characters shown of a folded part")
+    add_show_command(sub, _add)
     return parser
 
 
@@ -65,16 +58,6 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
 
 def _cmd_demo(args: argparse.Namespace) -> int:
     print("ctxmw demo: not yet available (it lands with the demo issue).", file=sys.stderr)
-    return 0
-
-
-def _cmd_show(args: argparse.Namespace) -> int:
-    path = Path(args.save_file)
-    if not path.is_file():
-        print(f"ctxmw show: no transcript at {str(path)!r}.", file=sys.stderr)
-        return 1
-    messages = anyio.run(TranscriptFile(path).load)
-    print(format_transcript(messages, full=args.full, width=args.width))
     return 0
 
 

@@ -44,8 +44,8 @@ from ctxmw._lockfile import SaveFileLock
 from ctxmw._stream import PersistingStream
 from ctxmw._tool_schema import ToolSet
 from ctxmw._tools_exec import run_tool_calls, tool_calls_of
-from ctxmw._transcript import TranscriptFile, same_message
-from ctxmw._turn import Turn
+from ctxmw._transcript import TranscriptFile, match_history
+from ctxmw._turn import Turn, delivered_notes
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
@@ -149,7 +149,7 @@ class Session:
             SaveFileBusy: another writer holds the save_file.
         """
         async with self._turn() as turn:
-            turn.stage(list(messages))
+            turn.stage([message_dict(m) for m in messages])
             return await self._loop(turn)
 
     async def _run_history(self, history: Sequence[Any]) -> Any:
@@ -211,13 +211,14 @@ class Session:
     async def _reconcile(self, history: Sequence[Any]) -> Messages:
         """A stateless caller's whole history: what is new beyond the transcript.
 
-        If the transcript is not a prefix of ``history``, the old file is kept as a numbered
-        generation and a new transcript starts with the whole history.
+        The strategies then see the transcript (tool rounds the loop ran included) plus the new
+        messages. If the history diverged (see :func:`~ctxmw._transcript.match_history`), the
+        old file is kept as a numbered generation and a new transcript starts with the history.
         """
         given = [message_dict(m) for m in history]
-        stored = self._messages
-        if len(stored) <= len(given) and all(map(same_message, stored, given)):
-            return given[len(stored) :]
+        known = match_history(self._messages, given)
+        if known is not None:
+            return given[known:]
         if self._file is not None:
             await self._file.archive()
         self._messages = []
@@ -263,7 +264,7 @@ class Session:
             turn.add_notes(delivered_notes(ctx))
             response = await self._call_model(prompt, ctx, **extra)
         except BaseException:
-            self._pending = [*turn.unconfirmed, *_unseen(delivered_notes(ctx), turn)]
+            self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]
             raise
         turn.carried()
         return response, prompt
@@ -312,16 +313,6 @@ class Session:
     def _take_pending(self) -> Messages:
         out, self._pending = self._pending, []
         return out
-
-
-def delivered_notes(ctx: StrategyContext) -> Messages:
-    """The messages the ``inbox`` strategy appended during this call (its ``ctx.stats``)."""
-    delivered = ctx.stats.get("inbox", {}).get("delivered", [])
-    return [m for m in delivered if isinstance(m, dict)] if isinstance(delivered, list) else []
-
-
-def _unseen(notes: Messages, turn: Turn) -> Messages:
-    return [n for n in notes if not any(n is u for u in turn.unconfirmed)]
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from ctxmw import InvalidTranscriptError
-from ctxmw._transcript import TranscriptFile, dump_line, same_message
+from ctxmw._transcript import TranscriptFile, dump_line, match_history, same_message
 
 pytestmark = pytest.mark.anyio
 
@@ -136,3 +136,26 @@ def test_dump_line_is_one_line() -> None:
     assert line.endswith(b"\n")
     assert line.count(b"\n") == 1
     assert os.linesep.encode() not in line[:-1]
+
+
+def test_match_history() -> None:
+    user, answer, more = (
+        {"role": "user", "content": "q"},
+        {"role": "assistant", "content": "a"},
+        {"role": "user", "content": "m"},
+    )
+    call = {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        ],
+    }
+    result = {"role": "tool", "tool_call_id": "c", "content": "r"}
+    assert match_history([user, answer], [user, answer, more]) == 2
+    assert match_history([user, call, result, answer], [user, answer, more]) == 2
+    assert match_history([user, call, result, answer], [user, call, result, answer]) == 4
+    assert match_history([user, call, result], [user, more]) == 1  # the loop stopped early
+    assert match_history([user, answer], [{"role": "user", "content": "edited"}]) is None
+    assert match_history([user, call, result, answer], [user, more]) is None
+    assert match_history([user, answer, more], [user, answer]) is None

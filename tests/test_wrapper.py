@@ -205,3 +205,34 @@ async def test_stateless_call_returns_a_failed_note_to_the_inbox(tmp_path: Path)
         MODEL, HISTORY, save_file=save_file, completion=fake, prompt_strategies=["inbox"]
     )
     assert fake.prompts[1][-1] == {"role": "user", "content": "Operator note"}
+
+
+async def test_a_stateless_caller_need_not_replay_the_loop_rounds(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(tool_calls(("add", {"a": 2, "b": 3})), text("5"), text("Still 5."))
+    first = await ctxmw.acompletion(
+        MODEL, HISTORY, tools=[add], save_file=save_file, completion=fake, prompt_strategies="none"
+    )
+    # The caller only ever saw the final answer; the file also holds the tool round.
+    history = [*HISTORY, first.choices[0].message, {"role": "user", "content": "Sure?"}]
+    await ctxmw.acompletion(
+        MODEL, history, tools=[add], save_file=save_file, completion=fake, prompt_strategies="none"
+    )
+    assert not (tmp_path / "agent.1.jsonl").exists()
+    assert [m["role"] for m in read_jsonl(save_file)] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+        "assistant",
+    ]
+    assert [m["role"] for m in fake.prompts[2]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "assistant",
+        "user",
+    ]
