@@ -17,6 +17,7 @@ from ctxmw._compact import shorten
 from ctxmw._registry import StrategyInfo, list_strategies, register_strategy
 from ctxmw._validate import validate
 from ctxmw._version import __version__
+from ctxmw._wrapper import acompletion
 from ctxmw.errors import (
     Aborted,
     CtxmwError,
@@ -29,6 +30,7 @@ from ctxmw.errors import (
     UnknownStrategyError,
     UsageError,
 )
+from ctxmw.session import Session
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, Strategy, StrategyContext
 
@@ -41,6 +43,7 @@ __all__ = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "Session",
     "Settings",
     "SettingsError",
     "Strategy",
@@ -50,6 +53,7 @@ __all__ = [
     "UnknownStrategyError",
     "UsageError",
     "__version__",
+    "acompletion",
     "inbox",
     "list_strategies",
     "prepare_prompt",

@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
 from ctxmw._cli_inbox import add_inbox_commands
+from ctxmw._cli_show import add_show_command
 from ctxmw.errors import UsageError
 
 __all__ = ["main"]
@@ -38,6 +39,7 @@ def _parser() -> argparse.ArgumentParser:
     stats = _add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
     stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
     stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
+    add_show_command(sub, _add)
     return parser
 
 

@@ -95,11 +95,49 @@ class StrategyError(CtxmwRuntimeError):
 
 
 class MaxRoundsExceeded(CtxmwRuntimeError):
-    """The tool loop reached ``max_rounds`` without a final answer."""
+    """The tool loop reached ``max_rounds`` without a final answer.
+
+    Every completed round is already in the transcript; resume from it.
+
+    Attributes:
+        max_rounds: the bound that was reached.
+        save_file: the transcript to resume from, or None when the call had none.
+    """
+
+    def __init__(self, max_rounds: int, save_file: str | None) -> None:
+        self.max_rounds = max_rounds
+        self.save_file = save_file
+        where = (
+            f"every completed round is saved in {save_file!r}; resume from it with "
+            "ctxmw.Session(model, save_file=...).run() or ask() a follow-up"
+            if save_file is not None
+            else "no save_file was given, so pass one to keep the transcript between calls"
+        )
+        super().__init__(
+            f"The tool loop made {max_rounds} model calls without a final answer "
+            f"(max_rounds={max_rounds}); {where}, or raise max_rounds (CTXMW_MAX_ROUNDS)."
+        )
 
 
 class SaveFileBusy(CtxmwRuntimeError):
-    """Another writer holds the lock on this save_file."""
+    """Another writer holds the lock on this save_file.
+
+    Attributes:
+        save_file: the transcript that is busy.
+        lock_file: the lock file that holds it.
+        holder: the process id written in the lock file, when readable.
+    """
+
+    def __init__(self, save_file: str, lock_file: str, holder: int | None) -> None:
+        self.save_file = save_file
+        self.lock_file = lock_file
+        self.holder = holder
+        who = f"process {holder}" if holder is not None else "another writer"
+        super().__init__(
+            f"The save_file {save_file!r} is in use by {who} (lock file {lock_file!r}); two "
+            "writers on one transcript are refused. Wait for it to finish, use another "
+            "save_file, or delete the lock file if that process is gone."
+        )
 
 
 # A signal, not an error: the name says what happened (hence no -Error suffix).

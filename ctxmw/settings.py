@@ -123,6 +123,13 @@ class Settings(BaseSettings):
         + " (auto picks one from the model and api_base).",
     )
 
+    max_rounds: int = Field(
+        25, ge=1, description="Tool loop: model calls per turn before MaxRoundsExceeded."
+    )
+    tool_timeout: float = Field(
+        60.0, gt=0, description="Tool loop: seconds one tool call may run before it is cut off."
+    )
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)

@@ -1,0 +1,76 @@
+"""One turn of a conversation in memory: what the strategies see, what is still to be written.
+
+A turn starts from the committed transcript and runs rounds until the model answers. Three lists
+keep its books:
+
+* ``working``: what the strategies receive every round: the committed transcript, then this
+  turn's messages in order (user input, inbox notes, assistant messages, tool results). Inbox
+  notes that are not persisted stay here, at the position where they were delivered, for the rest
+  of the turn: the strategies treat them like any user message, so later rounds still see them
+  and the prompt prefix stays byte-stable.
+* ``unwritten``: the messages the next commit appends to the save_file (one write per round).
+* ``unconfirmed``: inbox notes that no successful model call has carried yet. If a call fails,
+  they go back to the session, which delivers them again on its next attempt.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from ctxmw.types import Message, Messages, StrategyContext
+
+__all__ = ["Turn", "delivered_notes"]
+
+
+@dataclass(slots=True)
+class Turn:
+    """The in-memory state of one turn.
+
+    Attributes:
+        working: the full-fidelity transcript the strategies receive.
+        unwritten: messages not yet appended to the save_file.
+        unconfirmed: inbox notes not yet carried by a successful call.
+        persist_notes: whether inbox notes are written to the transcript (``inbox_persist``).
+    """
+
+    working: Messages
+    persist_notes: bool = False
+    unwritten: Messages = field(default_factory=list)
+    unconfirmed: Messages = field(default_factory=list)
+
+    def stage(self, messages: Sequence[Message]) -> None:
+        """Add messages of the caller (user input, tool results it computed) to the turn."""
+        self.working.extend(messages)
+        self.unwritten.extend(messages)
+
+    def add_notes(self, notes: Sequence[Message]) -> None:
+        """Add inbox notes: part of the turn; written only when ``persist_notes``."""
+        self.working.extend(notes)
+        if self.persist_notes:
+            self.unwritten.extend(notes)
+        self.unconfirmed.extend(notes)
+
+    def carried(self) -> None:
+        """A model call succeeded: every note it carried was seen by the model."""
+        self.unconfirmed.clear()
+
+    def add_round(self, messages: Sequence[Message]) -> None:
+        """Add what a round produced (the assistant message, tool results)."""
+        self.working.extend(messages)
+        self.unwritten.extend(messages)
+
+    def unseen(self, notes: Sequence[Message]) -> Messages:
+        """Those of ``notes`` the turn does not already hold as unconfirmed."""
+        return [n for n in notes if not any(n is u for u in self.unconfirmed)]
+
+    def take_unwritten(self) -> Messages:
+        """The messages to append now; the turn forgets them."""
+        out, self.unwritten = self.unwritten, []
+        return out
+
+
+def delivered_notes(ctx: StrategyContext) -> Messages:
+    """The messages the ``inbox`` strategy appended during one call (its ``ctx.stats``)."""
+    delivered = ctx.stats.get("inbox", {}).get("delivered", [])
+    return [m for m in delivered if isinstance(m, dict)] if isinstance(delivered, list) else []

@@ -1,0 +1,117 @@
+"""``ctxmw.acompletion``: a drop-in for ``litellm.acompletion`` with prompt strategies.
+
+Each call builds a :class:`~ctxmw.session.Session` of its own (settings are read now), treats
+``messages`` as the caller's whole history (saved to ``save_file`` as described in
+:mod:`ctxmw._transcript`), and runs one round, or the tool loop when ``tools`` holds Python
+callables.
+
+A stateless call has no session to keep an inbox note in when the provider call that carried it
+fails, so such notes are put back into the inbox (``ctxmw.inbox.deliver``): the next call on the
+same save_file, in this process or another, delivers them again.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import os
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+from ctxmw._litellm import CompletionFn
+from ctxmw.errors import UsageError
+from ctxmw.session import Session, ToolSpec
+from ctxmw.settings import Settings
+from ctxmw.types import StrategySpec
+
+__all__ = ["acompletion"]
+
+logger = logging.getLogger("ctxmw")
+
+
+async def acompletion(
+    model: str,
+    messages: Sequence[Any] | None = None,
+    *,
+    prompt_strategies: StrategySpec = None,
+    save_file: str | os.PathLike[str] | None = None,
+    strategy_options: Mapping[str, Any] | None = None,
+    settings: Settings | Mapping[str, Any] | None = None,
+    tools: Sequence[ToolSpec] | None = None,
+    max_rounds: int | None = None,
+    completion: CompletionFn | None = None,
+    on_call: Sequence[Callable[..., Any]] = (),
+    **kwargs: Any,
+) -> Any:
+    """Call the model like ``litellm.acompletion``, with the prompt strategies applied.
+
+    Without Python callables in ``tools`` this is exactly one call of the completion function
+    (default ``litellm.acompletion``) with the strategies' output as ``messages``: same return
+    value (a ``ModelResponse``, or an async stream with ``stream=True``), same exceptions
+    (litellm's pass through unwrapped). With callables it runs the tool loop and returns the
+    final response.
+
+    Args:
+        model: the litellm model name.
+        messages: the whole conversation so far (OpenAI-format dicts or litellm Messages).
+        prompt_strategies: see :func:`ctxmw.prepare_prompt`.
+        save_file: the JSONL transcript to append to; a diverged history starts a new
+            generation (``agent.1.jsonl`` keeps the old one).
+        strategy_options: per-call setting overrides.
+        settings: a ``Settings`` or a mapping.
+        tools: OpenAI tool dicts (sent as they are) and/or Python callables (run by the loop).
+        max_rounds: model calls before :class:`~ctxmw.errors.MaxRoundsExceeded`.
+        completion: the completion function (for tests: ``ctxmw.testing.FakeCompletion``).
+        on_call: telemetry hooks (reserved).
+        **kwargs: everything else ``litellm.acompletion`` takes.
+
+    Raises:
+        UsageError: invalid arguments, or ``stream=True`` with Python tools.
+        MaxRoundsExceeded: the loop ran out of rounds; the message names the save_file.
+        SaveFileBusy: another writer holds the save_file.
+    """
+    session = Session(
+        model,
+        save_file=save_file,
+        prompt_strategies=prompt_strategies,
+        tools=tools,
+        settings=settings,
+        strategy_options=strategy_options,
+        max_rounds=max_rounds,
+        completion=completion,
+        on_call=on_call,
+        **kwargs,
+    )
+    history = list(messages or [])
+    try:
+        if kwargs.get("stream"):
+            _check_streamable(session)
+            return await session._open_stream(history)
+        return await session._run_history(history)
+    finally:
+        await _return_to_inbox(session)
+
+
+def _check_streamable(session: Session) -> None:
+    if session.tools.executable:
+        raise UsageError(
+            "stream=True cannot be combined with Python callables in tools: the tool loop "
+            "needs whole responses. Stream without tools, or drop stream=True."
+        )
+
+
+async def _return_to_inbox(session: Session) -> None:
+    notes = session.pending_notes
+    if not notes or session.save_file is None:
+        return
+    try:
+        deliver = importlib.import_module("ctxmw.inbox").deliver
+    except ImportError:  # pragma: no cover - the inbox ships with ctxmw
+        logger.warning("%d inbox note(s) could not be returned to the inbox.", len(notes))
+        return
+    for note in notes:
+        content = note.get("content")
+        if isinstance(content, str):
+            await deliver(session.save_file, content)
+        else:
+            logger.warning("An inbox note with non-text content could not be redelivered.")

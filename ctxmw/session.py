@@ -1,0 +1,323 @@
+"""``Session``: one conversation, its tool loop, and its transcript.
+
+Every round of a turn: the strategies run on the full-fidelity transcript (never on the previous
+round's prompt) with a fresh :class:`~ctxmw.types.StrategyContext` carrying the save_file, the
+model and the round; their output is sent; the assistant message and the tool results are
+appended to the save_file with one write. What the strategies produce is never stored.
+
+Decisions the specification leaves open:
+
+* The save_file is locked for one turn, not for the session's life; a session reloads the file
+  at the start of a turn if another writer changed it in between.
+* A turn's input (the user message) is written together with the first round, so a provider
+  error before any round completed leaves no dangling user message; retry with the same input.
+* ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
+  the model calls a tool given as a plain dict, the response is returned to the caller and the
+  assistant message is saved: answer its calls with ``run([...tool results])``.
+* Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw._turn`. With
+  ``inbox_persist`` they are written before the assistant message that answered them; otherwise
+  they stay in the turn's working transcript, where they were delivered, until the turn ends.
+  Notes carried by a call that raised are kept and delivered again (at the end of the next
+  attempt's input) by this session.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+from ctxmw._chain import apply_strategies, resolve_strategies
+from ctxmw._litellm import (
+    CompletionFn,
+    default_completion,
+    load_litellm,
+    message_dict,
+    response_message,
+)
+from ctxmw._lockfile import SaveFileLock
+from ctxmw._stream import PersistingStream
+from ctxmw._tool_schema import ToolSet
+from ctxmw._tools_exec import run_tool_calls, tool_calls_of
+from ctxmw._transcript import TranscriptFile, match_history
+from ctxmw._turn import Turn, delivered_notes
+from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.settings import Settings, resolve_settings
+from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
+
+__all__ = ["Session", "ToolSpec"]
+
+ToolSpec = Mapping[str, Any] | Callable[..., Any]
+"""An item of ``tools=``: an OpenAI tool dict or a Python callable (sync or async)."""
+
+
+class Session:
+    """One conversation: model, save_file, strategies, tools, settings, completion function.
+
+    Sessions share nothing: many may run concurrently in one event loop. Calls on one session
+    are serialised.
+
+    Args:
+        model: the litellm model name (``"openai/gpt-4o-mini"``, ``"anthropic/..."``, ...).
+        save_file: the JSONL transcript; loaded on first use (resuming it), appended every round.
+        prompt_strategies: see :func:`ctxmw.prepare_prompt`; ``None`` means the settings' list.
+        tools: OpenAI tool dicts and/or Python callables; callables run in the loop.
+        settings: a ``Settings`` or a mapping; read now, not at call time.
+        strategy_options: overrides on top of ``settings``.
+        max_rounds: model calls per turn (default: the ``max_rounds`` setting, 25).
+        system: a system message written first when the transcript is empty.
+        completion: the completion function (default ``litellm.acompletion``).
+        on_call: telemetry hooks, called once per model call (reserved; stored for now).
+        **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
+
+    Raises:
+        UsageError: an argument is invalid (bad tools, strategies, settings, max_rounds).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        save_file: str | os.PathLike[str] | None = None,
+        prompt_strategies: StrategySpec = None,
+        tools: Sequence[ToolSpec] | None = None,
+        settings: Settings | Mapping[str, Any] | None = None,
+        strategy_options: Mapping[str, Any] | None = None,
+        max_rounds: int | None = None,
+        system: str | None = None,
+        completion: CompletionFn | None = None,
+        on_call: Sequence[Callable[..., Any]] = (),
+        **completion_kwargs: Any,
+    ) -> None:
+        self.model = model
+        self.settings = resolve_settings(settings, strategy_options)
+        self.strategies = resolve_strategies(prompt_strategies, self.settings)
+        self.tools = ToolSet.build(tools)
+        self.max_rounds = _check_rounds(max_rounds, self.settings)
+        self.on_call = list(on_call)
+        self._system = system
+        self._completion = completion
+        self._kwargs = completion_kwargs
+        self._path = Path(save_file) if save_file is not None else None
+        self._file = TranscriptFile(self._path) if self._path is not None else None
+        self._messages: Messages = []
+        self._loaded = False
+        self._pending: Messages = []
+        self._busy = anyio.Lock()
+
+    @property
+    def save_file(self) -> Path | None:
+        """The transcript file, if any."""
+        return self._path
+
+    @property
+    def messages(self) -> Messages:
+        """The committed transcript, full fidelity (a new list; the dicts are shared)."""
+        return list(self._messages)
+
+    @property
+    def pending_notes(self) -> Messages:
+        """Inbox notes whose model call failed; delivered again on the next attempt."""
+        return list(self._pending)
+
+    async def load(self) -> Messages:
+        """Read the save_file now (resuming it) and return the transcript."""
+        async with self._busy:
+            await self._sync()
+        return self.messages
+
+    async def ask(self, content: str | list[dict[str, Any]]) -> Any:
+        """Add a user message and run the loop until the model answers; returns its response."""
+        return await self.run([{"role": "user", "content": content}])
+
+    async def run(self, messages: Sequence[Message] = ()) -> Any:
+        """Add ``messages`` (user input, or results of tools you ran) and run the loop.
+
+        With no messages it continues the transcript as it stands (after
+        :class:`~ctxmw.errors.MaxRoundsExceeded` or an error).
+
+        Returns:
+            The completion function's response to the last round.
+
+        Raises:
+            MaxRoundsExceeded: ``max_rounds`` model calls went by without a final answer.
+            SaveFileBusy: another writer holds the save_file.
+        """
+        async with self._turn() as turn:
+            turn.stage([message_dict(m) for m in messages])
+            return await self._loop(turn)
+
+    async def _run_history(self, history: Sequence[Any]) -> Any:
+        """A stateless call: ``history`` is the caller's whole conversation (litellm habit)."""
+        async with self._turn(history) as turn:
+            return await self._loop(turn)
+
+    async def _open_stream(self, history: Sequence[Any]) -> PersistingStream:
+        """A stateless streaming call of one round; saved when the stream has been read.
+
+        Used by ``acompletion`` on a session of its own, so the per-session lock is not taken:
+        the stream may be read from another task than the one that opened it.
+        """
+        lock = await self._lock()
+        try:
+            turn = await self._begin(history)
+            stream, prompt = await self._send(turn, 0)
+        except BaseException:
+            if lock is not None:
+                await lock.release()
+            raise
+
+        async def complete(chunks: list[Any]) -> None:
+            built = load_litellm().stream_chunk_builder(chunks, messages=prompt)
+            if built is not None:
+                turn.add_round([response_message(built)])
+                await self._commit(turn)
+
+        async def close() -> None:
+            if lock is not None:
+                await lock.release()
+
+        return PersistingStream(stream, complete, close)
+
+    @contextlib.asynccontextmanager
+    async def _turn(self, history: Sequence[Any] | None = None) -> AsyncIterator[Turn]:
+        async with self._busy:
+            lock = await self._lock()
+            try:
+                yield await self._begin(history)
+            finally:
+                if lock is not None:
+                    await lock.release()
+
+    async def _lock(self) -> SaveFileLock | None:
+        if self._path is None:
+            return None
+        lock = SaveFileLock(self._path)
+        await lock.acquire()
+        return lock
+
+    async def _begin(self, history: Sequence[Any] | None) -> Turn:
+        await self._sync()
+        new = await self._reconcile(history) if history is not None else []
+        turn = self._start_turn()
+        turn.stage(new)
+        return turn
+
+    async def _reconcile(self, history: Sequence[Any]) -> Messages:
+        """A stateless caller's whole history: what is new beyond the transcript.
+
+        The strategies then see the transcript (tool rounds the loop ran included) plus the new
+        messages. If the history diverged (see :func:`~ctxmw._transcript.match_history`), the
+        old file is kept as a numbered generation and a new transcript starts with the history.
+        """
+        given = [message_dict(m) for m in history]
+        known = match_history(self._messages, given)
+        if known is not None:
+            return given[known:]
+        if self._file is not None:
+            await self._file.archive()
+        self._messages = []
+        return given
+
+    def _start_turn(self) -> Turn:
+        persist = self.settings.inbox_persist
+        turn = Turn(working=list(self._messages), persist_notes=persist)
+        if not self._messages and self._system is not None:
+            turn.stage([{"role": "system", "content": self._system}])
+        return turn
+
+    async def _sync(self) -> None:
+        if self._file is not None and (not self._loaded or await self._file.changed()):
+            self._messages = await self._file.load()
+        self._loaded = True
+
+    async def _loop(self, turn: Turn) -> Any:
+        for round_ in range(self.max_rounds):
+            response, message = await self._round(turn, round_)
+            calls = tool_calls_of(message)
+            if not calls or not self._runnable(calls):
+                await self._commit(turn)
+                return response
+            results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
+            turn.add_round(results)
+            await self._commit(turn)
+        save_file = str(self._path) if self._path is not None else None
+        raise MaxRoundsExceeded(self.max_rounds, save_file)
+
+    async def _round(self, turn: Turn, round_: int) -> tuple[Any, Message]:
+        response, _ = await self._send(turn, round_)
+        message = response_message(response)
+        turn.add_round([message])
+        return response, message
+
+    async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
+        """Strategies on the working transcript, then one model call; tracks inbox notes."""
+        turn.add_notes(self._take_pending())
+        ctx = StrategyContext(self.settings, save_file=self._path, model=self.model, round=round_)
+        try:
+            prompt = await apply_strategies(turn.working, self.strategies, ctx)
+            turn.add_notes(delivered_notes(ctx))
+            response = await self._call_model(prompt, ctx, **extra)
+        except BaseException:
+            self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]
+            raise
+        turn.carried()
+        return response, prompt
+
+    async def _call_model(self, prompt: Messages, ctx: StrategyContext, **extra: Any) -> Any:
+        """Send one prompt: the single place every model call goes through (telemetry seam).
+
+        The wire kwargs, the strategy stats (``ctx.stats``), the response and the latency are
+        all at hand here; the ``on_call`` hooks will be fed from this method.
+        """
+        kwargs = {**self.wire_kwargs(prompt), **extra}
+        completion = self._completion or default_completion()
+        started = time.perf_counter()
+        response = await completion(**kwargs)
+        latency = time.perf_counter() - started
+        self._observe(kwargs, ctx, response, latency)
+        return response
+
+    def _observe(
+        self, kwargs: dict[str, Any], ctx: StrategyContext, response: Any, latency: float
+    ) -> None:
+        """Where the telemetry record of one call will be built and sent to ``on_call``.
+
+        Intentionally empty until the telemetry lands: the seam, with everything it needs.
+        """
+
+    def wire_kwargs(self, prompt: Messages) -> dict[str, Any]:
+        """The keyword arguments one model call sends for ``prompt``."""
+        kwargs: dict[str, Any] = {**self._kwargs, "model": self.model, "messages": prompt}
+        if self.tools.schemas:
+            kwargs["tools"] = self.tools.schemas
+        return kwargs
+
+    async def _commit(self, turn: Turn) -> None:
+        # Shielded: a cancellation must not leave the file and the memory disagreeing.
+        with anyio.CancelScope(shield=True):
+            new = turn.take_unwritten()
+            if self._file is not None:
+                await self._file.append(new)
+            self._messages.extend(new)
+
+    def _runnable(self, calls: list[dict[str, Any]]) -> bool:
+        names = {str((c.get("function") or {}).get("name", "")) for c in calls}
+        return not names & self.tools.declared
+
+    def _take_pending(self) -> Messages:
+        out, self._pending = self._pending, []
+        return out
+
+
+def _check_rounds(max_rounds: int | None, settings: Settings) -> int:
+    if max_rounds is None:
+        return settings.max_rounds
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise UsageError(f"max_rounds={max_rounds!r} must be an integer >= 1.")
+    return max_rounds

@@ -1,0 +1,58 @@
+"""The save_file lock: one writer at a time, stale locks of dead processes reclaimed."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from pathlib import Path
+
+import anyio
+import pytest
+
+from ctxmw import SaveFileBusy
+from ctxmw._lockfile import SaveFileLock, lock_path
+
+pytestmark = pytest.mark.anyio
+
+
+async def test_a_second_writer_is_refused_with_a_clear_error(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    first, second = SaveFileLock(save_file), SaveFileLock(save_file)
+    await first.acquire()
+    with pytest.raises(SaveFileBusy) as info:
+        await second.acquire()
+    assert info.value.holder == os.getpid()
+    assert "agent.jsonl.lock" in str(info.value)
+    await second.release()  # not held: a no-op, the first lock stays
+    assert lock_path(save_file).exists()
+    await first.release()
+    assert not lock_path(save_file).exists()
+    await second.acquire()
+    await second.release()
+
+
+async def test_lock_file_is_owner_only_and_names_its_holder(tmp_path: Path) -> None:
+    lock = SaveFileLock(tmp_path / "agent.jsonl")
+    await lock.acquire()
+    assert lock.path.stat().st_mode & 0o777 == 0o600
+    assert lock.path.read_text().split("\n")[:2] == [str(os.getpid()), socket.gethostname()]
+    await lock.release()
+    assert [p.name async for p in anyio.Path(tmp_path).iterdir()] == []
+
+
+async def test_a_stale_lock_of_a_dead_process_is_reclaimed(tmp_path: Path) -> None:
+    dead = await anyio.run_process([sys.executable, "-c", "import os; print(os.getpid())"])
+    save_file = tmp_path / "agent.jsonl"
+    lock_path(save_file).write_text(f"{dead.stdout.decode().strip()}\n{socket.gethostname()}\n")
+    lock = SaveFileLock(save_file)
+    await lock.acquire()
+    assert lock.path.read_text().startswith(f"{os.getpid()}\n")
+    await lock.release()
+
+
+async def test_a_lock_from_another_host_is_never_taken(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    lock_path(save_file).write_text("1\nsome-other-host\n")
+    with pytest.raises(SaveFileBusy, match="process 1"):
+        await SaveFileLock(save_file).acquire()

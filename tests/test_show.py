@@ -1,0 +1,60 @@
+"""ctxmw show SAVE_FILE: a readable transcript, long parts folded."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from ctxmw.cli import main
+
+MESSAGES = [
+    {"role": "user", "content": "Read the log."},
+    {
+        "role": "assistant",
+        "content": None,
+        "tool_calls": [
+            {
+                "id": "c1",
+                "type": "function",
+                "function": {
+                    "name": "read_file",
+                    "arguments": json.dumps({"path": "/var/log/app.log"}),
+                },
+            }
+        ],
+    },
+    {"role": "tool", "tool_call_id": "c1", "content": "line\n" * 500},
+    {"role": "assistant", "content": "The log is fine."},
+]
+
+
+@pytest.fixture
+def save_file(tmp_path: Path) -> Path:
+    path = tmp_path / "agent.jsonl"
+    path.write_text("".join(json.dumps(m) + "\n" for m in MESSAGES))
+    return path
+
+
+def test_show_prints_roles_tools_sizes_and_folds(
+    save_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(["show", str(save_file)]) == 0
+    out = capsys.readouterr().out
+    assert 'read_file(path="/var/log/app.log") [c1]' in out
+    assert "tool" in out
+    assert "<- read_file [c1]" in out
+    assert "more chars folded" in out
+    assert out.count("line") < 50
+    assert "-- 4 messages, 1 tool calls" in out
+
+
+def test_show_full_unfolds(save_file: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", "--full", str(save_file)]) == 0
+    assert capsys.readouterr().out.count("line") >= 500
+
+
+def test_show_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["show", str(tmp_path / "nope.jsonl")]) == 1
+    assert "no transcript" in capsys.readouterr().err
