@@ -14,8 +14,12 @@ from ctxmw._compact import shorten
 from ctxmw._registry import StrategyInfo, list_strategies, register_strategy
 from ctxmw._validate import validate
 from ctxmw._version import __version__
+from ctxmw.budget import Budget, budget
+from ctxmw.compressors import compressor
 from ctxmw.errors import (
     Aborted,
+    CompactionLossError,
+    ContextOverflowError,
     CtxmwError,
     CtxmwRuntimeError,
     InvalidTranscriptError,
@@ -26,11 +30,16 @@ from ctxmw.errors import (
     UnknownStrategyError,
     UsageError,
 )
+from ctxmw.segments import Assembly, Segment, assemble, select_segments
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, Strategy, StrategyContext
 
 __all__ = [
     "Aborted",
+    "Assembly",
+    "Budget",
+    "CompactionLossError",
+    "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
     "InvalidTranscriptError",
@@ -38,6 +47,7 @@ __all__ = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "Segment",
     "Settings",
     "SettingsError",
     "Strategy",
@@ -47,9 +57,13 @@ __all__ = [
     "UnknownStrategyError",
     "UsageError",
     "__version__",
+    "assemble",
+    "budget",
+    "compressor",
     "list_strategies",
     "prepare_prompt",
     "register_strategy",
+    "select_segments",
     "shorten",
     "validate",
 ]
