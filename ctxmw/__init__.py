@@ -18,8 +18,12 @@ from ctxmw._registry import StrategyInfo, list_strategies, register_strategy
 from ctxmw._validate import validate
 from ctxmw._version import __version__
 from ctxmw._wrapper import acompletion
+from ctxmw.budget import Budget, budget
+from ctxmw.compressors import compressor
 from ctxmw.errors import (
     Aborted,
+    CompactionLossError,
+    ContextOverflowError,
     CtxmwError,
     CtxmwRuntimeError,
     InvalidTranscriptError,
@@ -30,12 +34,17 @@ from ctxmw.errors import (
     UnknownStrategyError,
     UsageError,
 )
+from ctxmw.segments import Assembly, Segment, assemble, select_segments
 from ctxmw.session import Session
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, Strategy, StrategyContext
 
 __all__ = [
     "Aborted",
+    "Assembly",
+    "Budget",
+    "CompactionLossError",
+    "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
     "InvalidTranscriptError",
@@ -43,6 +52,7 @@ __all__ = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "Segment",
     "Session",
     "Settings",
     "SettingsError",
@@ -54,10 +64,14 @@ __all__ = [
     "UsageError",
     "__version__",
     "acompletion",
+    "assemble",
+    "budget",
+    "compressor",
     "inbox",
     "list_strategies",
     "prepare_prompt",
     "register_strategy",
+    "select_segments",
     "shorten",
     "validate",
 ]

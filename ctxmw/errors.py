@@ -6,11 +6,13 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
     ├── UsageError                 the caller asked for something ctxmw cannot do
     │   ├── SettingsError          a setting (argument or CTXMW_* variable) is invalid
     │   ├── UnknownStrategyError   a strategy name is not registered
-    │   └── InvalidTranscriptError the messages break the tool-call wire rules
+    │   ├── InvalidTranscriptError the messages break the tool-call wire rules
+    │   └── ContextOverflowError   a required segment does not fit the token budget
     └── CtxmwRuntimeError          something went wrong while doing valid work
         ├── StrategyError          a strategy raised; the original is chained
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
-        └── SaveFileBusy           another writer holds the save_file
+        ├── SaveFileBusy           another writer holds the save_file
+        └── CompactionLossError    compaction would have lost a durable line
 
     Aborted                        control flow, not an error: an ``abort`` file
                                    in the inbox asked the agent to stop
@@ -22,6 +24,8 @@ from __future__ import annotations
 
 __all__ = [
     "Aborted",
+    "CompactionLossError",
+    "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
     "InvalidTranscriptError",
@@ -74,6 +78,26 @@ class InvalidTranscriptError(UsageError):
     def __init__(self, message: str, index: int) -> None:
         self.index = index
         super().__init__(f"Invalid transcript at message {index}: {message}")
+
+
+class ContextOverflowError(UsageError):
+    """A required segment (system or query) does not fit the token budget; it is never dropped.
+
+    Attributes:
+        kind: the kind of the segment that did not fit.
+        needed: tokens the required segments need together.
+        budget: the token budget that was given.
+    """
+
+    def __init__(self, kind: str, needed: int, budget: int) -> None:
+        self.kind = kind
+        self.needed = needed
+        self.budget = budget
+        super().__init__(
+            f"The required {kind!r} segment does not fit the token budget: the required "
+            f"segments need {needed} tokens, the budget is {budget}. Required segments (system "
+            "and query) are never dropped; raise budget_tokens or shorten them."
+        )
 
 
 class CtxmwRuntimeError(CtxmwError, RuntimeError):
@@ -137,6 +161,30 @@ class SaveFileBusy(CtxmwRuntimeError):
             f"The save_file {save_file!r} is in use by {who} (lock file {lock_file!r}); two "
             "writers on one transcript are refused. Wait for it to finish, use another "
             "save_file, or delete the lock file if that process is gone."
+        )
+
+
+class CompactionLossError(CtxmwRuntimeError):
+    """Compaction would have sent a prompt missing durable items, so it refused.
+
+    Raised only when the ``compact_on_loss`` setting is ``"raise"``; with ``"fallback"`` the
+    uncompacted prompt is sent instead and a warning is logged.
+
+    Attributes:
+        strategy: the strategy that refused.
+        missing: the durable items that would not have appeared literally in the prompt.
+    """
+
+    def __init__(self, strategy: str, missing: list[str]) -> None:
+        self.strategy = strategy
+        self.missing = missing
+        shown = ", ".join(repr(item) for item in missing[:5])
+        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
+        super().__init__(
+            f"Strategy {strategy!r} refused to send a lossy prompt: {len(missing)} durable "
+            f"item(s) would not appear literally in it: {shown}{more}. Adjust durable_patterns "
+            "(a pattern spanning lines cannot be kept line by line), raise compact_keep_recent, "
+            "or set compact_on_loss='fallback' to send the uncompacted prompt instead."
         )
 
 

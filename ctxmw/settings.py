@@ -9,13 +9,15 @@ changed environment.
 from __future__ import annotations
 
 import math
+import re
 import string
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from ctxmw._survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
 
 __all__ = ["DEFAULT_COMPACTION_NOTICE", "DEFAULT_STRATEGIES", "Settings", "resolve_settings"]
@@ -130,6 +132,51 @@ class Settings(BaseSettings):
         60.0, gt=0, description="Tool loop: seconds one tool call may run before it is cut off."
     )
 
+    # --- Context toolkit (issue 7): compact, summarize, budget, compressors -------------------
+    compact_trigger: float = Field(
+        0.75,
+        gt=0,
+        description="compact/summarize: fold history once the prompt uses this share of the "
+        "input window (0.75 = the 'summarize' band).",
+    )
+    compact_keep_recent: int = Field(
+        8,
+        ge=1,
+        description="compact/summarize: newest turns never folded (a turn is one message, or an "
+        "assistant message with its tool results).",
+    )
+    compact_on_loss: Literal["raise", "fallback"] = Field(
+        "fallback",
+        description="compact: when a durable item would be lost, 'raise' CompactionLossError or "
+        "'fallback' to the uncompacted prompt (logged).",
+    )
+    durable_patterns: list[str] | None = Field(
+        None,
+        description="Regular expressions of durable items (env: a JSON list); default: DECISION/"
+        "OPEN/ERROR lines, order ids, amounts, tracking numbers.",
+    )
+    summary_model: str = Field(
+        "gpt-4o-mini",
+        min_length=1,
+        description="summarize: the (cheap) model that writes summaries.",
+    )
+    summary_step: int = Field(
+        20,
+        ge=1,
+        description="compact/summarize: the folded range advances in steps of this many "
+        "messages, so the prompt prefix is byte-stable in between.",
+    )
+    context_window: int | None = Field(
+        None,
+        ge=1,
+        description="Input window in tokens; default: litellm's max_input_tokens for the model, "
+        "else 128000.",
+    )
+    output_reservation: int = Field(
+        4096, ge=0, description="Tokens of the input window kept free for the model's answer."
+    )
+    # --- end of the context toolkit block ------------------------------------------------------
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)
@@ -159,6 +206,23 @@ class Settings(BaseSettings):
         if value not in CACHE_RULES:
             raise ValueError(f"unknown cache rule; allowed: {', '.join(CACHE_RULES)}")
         return value
+
+    @field_validator("durable_patterns")
+    @classmethod
+    def _check_patterns(cls, value: list[str] | None) -> list[str] | None:
+        for pattern in value or ():
+            try:
+                re.compile(pattern)
+            except re.error as exc:
+                raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from None
+        return value
+
+    @property
+    def resolved_durable_patterns(self) -> tuple[str, ...]:
+        """``durable_patterns`` as a tuple, or the built-in defaults when unset."""
+        if self.durable_patterns is None:
+            return DEFAULT_DURABLE_PATTERNS
+        return tuple(self.durable_patterns)
 
     @property
     def resolved_max_tool_outputs(self) -> int:

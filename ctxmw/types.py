@@ -42,6 +42,9 @@ class StrategyContext:
         logger: where strategies log; the ``"ctxmw"`` logger by default.
         stats: per-call facts strategies report (counts, epoch), keyed by strategy name; read by
             the telemetry. Strategies add their own entry; nothing else is shared between calls.
+        completion: the completion function strategies use for their own model calls (the
+            ``summarize`` strategy); ``litellm.acompletion``'s signature. None: strategies use
+            ``litellm.acompletion`` itself.
     """
 
     settings: Settings
@@ -50,3 +53,4 @@ class StrategyContext:
     round: int = 0
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("ctxmw"))
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
+    completion: Callable[..., Awaitable[Any]] | None = None

@@ -6,6 +6,10 @@ import ctxmw
 
 PUBLIC = [
     "Aborted",
+    "Assembly",
+    "Budget",
+    "CompactionLossError",
+    "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
     "InvalidTranscriptError",
@@ -13,6 +17,7 @@ PUBLIC = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "Segment",
     "Session",
     "Settings",
     "SettingsError",
@@ -24,10 +29,14 @@ PUBLIC = [
     "UsageError",
     "__version__",
     "acompletion",
+    "assemble",
+    "budget",
+    "compressor",
     "inbox",
     "list_strategies",
     "prepare_prompt",
     "register_strategy",
+    "select_segments",
     "shorten",
     "validate",
 ]
@@ -44,8 +53,18 @@ def test_every_public_name_exists() -> None:
 
 
 def test_error_tree() -> None:
-    usage = [ctxmw.SettingsError, ctxmw.UnknownStrategyError, ctxmw.InvalidTranscriptError]
-    runtime = [ctxmw.StrategyError, ctxmw.MaxRoundsExceeded, ctxmw.SaveFileBusy]
+    usage = [
+        ctxmw.SettingsError,
+        ctxmw.UnknownStrategyError,
+        ctxmw.InvalidTranscriptError,
+        ctxmw.ContextOverflowError,
+    ]
+    runtime = [
+        ctxmw.StrategyError,
+        ctxmw.MaxRoundsExceeded,
+        ctxmw.SaveFileBusy,
+        ctxmw.CompactionLossError,
+    ]
     assert all(issubclass(e, ctxmw.UsageError) for e in usage)
     assert all(issubclass(e, ctxmw.CtxmwRuntimeError) for e in runtime)
     assert not issubclass(ctxmw.Aborted, ctxmw.CtxmwError)

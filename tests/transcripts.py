@@ -140,3 +140,36 @@ def call_points(messages: Messages) -> list[int]:
         if not open_ids:
             points.append(i + 1)
     return points
+
+
+# --- durable material: compaction and summaries -----------------------------------------------
+
+DURABLE_LINES = (
+    "DECISION: refund ORD-1042 in full",
+    "OPEN: customer wants a callback before Friday",
+    "ERROR: carrier API timed out",
+    "Refund amount confirmed: $129.99",
+    "Parcel tracking: RA123456789DE",
+    "Replacement order INV-20931 created",
+)
+FILLER = "\n".join(f"note {k}: nothing of lasting interest happened here" for k in range(12))
+
+
+def durable_trace(turns: int = 19) -> Messages:
+    """System, task, then ``turns`` tool turns (40 messages by default); the six durable lines
+    sit in the first six turns."""
+    msgs: Messages = [
+        {"role": "system", "content": "You are a support agent."},
+        {"role": "user", "content": "Sort out the customer's delivery problem."},
+    ]
+    for t in range(turns):
+        line = DURABLE_LINES[t] if t < len(DURABLE_LINES) else f"step {t} done"
+        tc = call(f"t{t}", "lookup", query=f"step {t}")
+        msgs.append({"role": "assistant", "content": f"Working on step {t}.", "tool_calls": [tc]})
+        msgs.append({"role": "tool", "tool_call_id": f"t{t}", "content": f"{line}\n{FILLER}"})
+    return msgs
+
+
+def quarter_counter(text: str) -> int:
+    """A cheap deterministic token counter: about four characters a token."""
+    return len(text) // 4 + 1

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from ctxmw._compact import compact_arguments, compact_content
+from ctxmw._compact import compact_arguments
 from ctxmw._tools import ToolIndex
+from ctxmw.compressors import apply_compressor
 from ctxmw.settings import Settings
 from ctxmw.types import Messages
 
@@ -128,7 +129,15 @@ def _render_one(
     if region is Region.FULL:
         return msg
     content = msg.get("content")
-    short = compact_content(content, settings.short_output_length)
+    call = index.calls[f - 1]
+    # A compressor registered for this tool replaces generic truncation (compacted tier only).
+    short = apply_compressor(
+        content,
+        call.name,
+        call.arguments,
+        settings.short_output_length,
+        settings.resolved_durable_patterns,
+    )
     return msg if short is content else {**msg, "content": short}
 
 

@@ -1,0 +1,158 @@
+"""Budget accounting: tokens per layer of a prompt against the model's input window.
+
+Counting is injectable (``counter``: text -> tokens); the default uses ``litellm.token_counter``
+for the model, imported on first use so that importing ctxmw stays cheap (see ``_tokens``).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxmw._tokens import (
+    DEFAULT_CONTEXT_WINDOW,
+    Counter,
+    count_message,
+    count_text,
+    default_counter,
+    input_window,
+)
+
+__all__ = [
+    "BANDS",
+    "DEFAULT_CONTEXT_WINDOW",
+    "DEFAULT_OUTPUT_RESERVATION",
+    "Budget",
+    "Counter",
+    "band_of",
+    "budget",
+    "count_message",
+    "count_text",
+    "default_counter",
+    "input_window",
+]
+
+DEFAULT_OUTPUT_RESERVATION = 4096
+"""Tokens kept free for the answer unless the ``output_reservation`` setting says otherwise."""
+
+BANDS: tuple[tuple[str, float], ...] = (
+    ("critical", 0.90),
+    ("summarize", 0.75),
+    ("compress", 0.60),
+    ("ok", 0.0),
+)
+"""Utilisation bands, from the top: the first whose floor the utilisation reaches applies."""
+
+_REPLY_PRIMER = 3  # litellm counts these once per prompt
+
+
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """Tokens per layer of one prompt, against the usable input window.
+
+    Attributes:
+        system: system (and developer) messages.
+        tools: the tool definitions sent with the call.
+        history: assistant messages (with their tool-call arguments) and older user messages.
+        tool_results: ``tool`` messages.
+        current: the newest user message.
+        window: the model's input window, in tokens.
+        output_reservation: tokens of the window kept free for the answer.
+    """
+
+    system: int
+    tools: int
+    history: int
+    tool_results: int
+    current: int
+    window: int
+    output_reservation: int
+
+    @property
+    def total(self) -> int:
+        """Tokens of the whole prompt (including litellm's reply primer)."""
+        layers = self.system + self.tools + self.history + self.tool_results + self.current
+        return layers + _REPLY_PRIMER
+
+    @property
+    def usable(self) -> int:
+        """The window minus the output reservation (at least 1)."""
+        return max(self.window - self.output_reservation, 1)
+
+    @property
+    def utilisation(self) -> float:
+        """``total / usable``: 1.0 means the prompt exactly fills what is usable."""
+        return self.total / self.usable
+
+    @property
+    def band(self) -> str:
+        """``ok``, ``compress`` (>= 0.60), ``summarize`` (>= 0.75) or ``critical`` (>= 0.90)."""
+        return band_of(self.utilisation)
+
+    def as_record(self) -> dict[str, Any]:
+        """A plain dict for the telemetry record: the layers, the totals, utilisation and band."""
+        return {
+            "system": self.system,
+            "tools": self.tools,
+            "history": self.history,
+            "tool_results": self.tool_results,
+            "current": self.current,
+            "total": self.total,
+            "window": self.window,
+            "output_reservation": self.output_reservation,
+            "usable": self.usable,
+            "utilisation": round(self.utilisation, 4),
+            "band": self.band,
+        }
+
+
+def band_of(utilisation: float) -> str:
+    """The band name of a utilisation (see :data:`BANDS`)."""
+    return next(name for name, floor in BANDS if utilisation >= floor or floor == 0.0)
+
+
+def budget(
+    messages: Sequence[Any],
+    model: str | None = None,
+    tools: Sequence[Any] | None = None,
+    *,
+    output_reservation: int = DEFAULT_OUTPUT_RESERVATION,
+    context_window: int | None = None,
+    counter: Counter | None = None,
+) -> Budget:
+    """Count ``messages`` (and ``tools``) per layer against ``model``'s input window.
+
+    Args:
+        messages: the prompt, OpenAI-format dicts.
+        model: the litellm model name; picks the tokenizer and the window.
+        tools: the tool definitions sent with the call, if any.
+        output_reservation: tokens kept free for the answer.
+        context_window: the input window; default :func:`input_window` of ``model``.
+        counter: text -> tokens; default :func:`default_counter` for ``model``.
+    """
+    count = counter if counter is not None else default_counter(model)
+    layers = dict.fromkeys(("system", "history", "tool_results", "current"), 0)
+    last_user = max((i for i, m in enumerate(messages) if _role(m) == "user"), default=-1)
+    for i, msg in enumerate(messages):
+        layers[_layer(msg, i == last_user)] += count_message(msg, count)
+    return Budget(
+        tools=count_text(json.dumps(list(tools), sort_keys=True), count) if tools else 0,
+        window=context_window if context_window is not None else input_window(model),
+        output_reservation=output_reservation,
+        **layers,
+    )
+
+
+def _role(msg: Any) -> Any:
+    return msg.get("role") if isinstance(msg, dict) else None
+
+
+def _layer(msg: Any, current: bool) -> str:
+    role = _role(msg)
+    if role in ("system", "developer"):
+        return "system"
+    if role == "tool":
+        return "tool_results"
+    return "current" if current else "history"

@@ -1,0 +1,168 @@
+"""What ``compact`` and ``summarize`` share: when to fold, which range, and the survival check.
+
+The transcript is read as a *head* (leading system messages and the first user message: the
+task), then *turns*: a turn is one message, or one assistant message with its tool results, so
+a fold boundary never splits a tool group. The folded range starts after the head and ends at a
+turn boundary that advances in steps of ``summary_step`` messages, keeping at least
+``compact_keep_recent`` turns unfolded: between steps, the prompt is head + the same summary +
+the growing tail, so its prefix is byte-identical from call to call.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter as Tally
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxmw._survival import durable_items, durable_lines, message_text, missing_items
+from ctxmw.budget import Budget, Counter, budget
+from ctxmw.errors import CompactionLossError
+from ctxmw.settings import Settings
+from ctxmw.types import Message, Messages, StrategyContext
+
+__all__ = [
+    "Fold",
+    "digest",
+    "folded_items",
+    "measure",
+    "mechanical_summary",
+    "plan_fold",
+    "refuse",
+    "splice",
+    "survival_loss",
+]
+
+SUMMARY_LABEL = "[Summary of {n} earlier messages, written by ctxmw to fit the context window]"
+
+
+@dataclass(frozen=True, slots=True)
+class Fold:
+    """The range ``[start, end)`` of messages to fold into one summary."""
+
+    start: int
+    end: int
+
+    @property
+    def size(self) -> int:
+        """How many messages are folded."""
+        return self.end - self.start
+
+
+def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None) -> Budget:
+    """The budget of ``messages`` for this call's model and settings."""
+    s = ctx.settings
+    return budget(
+        messages,
+        ctx.model,
+        output_reservation=s.output_reservation,
+        context_window=s.context_window,
+        counter=counter,
+    )
+
+
+def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
+    """The stepped range to fold, or None when there is nothing to fold."""
+    head = _head_end(messages)
+    starts = [i for i in range(head, len(messages)) if _role(messages[i]) != "tool"]
+    keep = settings.compact_keep_recent
+    if len(starts) <= keep:
+        return None
+    limit = starts[len(starts) - keep]
+    step = settings.summary_step
+    stepped = head + ((limit - head) // step) * step
+    end = max((i for i in starts if i <= stepped), default=head)
+    return Fold(head, end) if end > head else None
+
+
+def _head_end(messages: Sequence[Any]) -> int:
+    i = 0
+    while i < len(messages) and _role(messages[i]) in ("system", "developer"):
+        i += 1
+    return i + 1 if i < len(messages) and _role(messages[i]) == "user" else i
+
+
+def _role(msg: Any) -> Any:
+    return msg.get("role") if isinstance(msg, dict) else None
+
+
+def folded_items(messages: Sequence[Any], fold: Fold, patterns: tuple[str, ...]) -> list[str]:
+    """Every durable item of the folded messages, without repeats."""
+    found: dict[str, None] = {}
+    for msg in messages[fold.start : fold.end]:
+        found.update(dict.fromkeys(durable_items(message_text(msg), patterns)))
+    return list(found)
+
+
+def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str, ...]) -> str:
+    """A summary without a model: what was folded, and every durable line verbatim."""
+    lines: dict[str, None] = {}
+    tools: Tally[str] = Tally()
+    for msg in messages[fold.start : fold.end]:
+        lines.update(dict.fromkeys(durable_lines(message_text(msg), patterns)))
+        tools.update(_tool_names(msg))
+    calls = ", ".join(f"{name} x{n}" for name, n in sorted(tools.items())) or "none"
+    kept = "\n".join(lines) if lines else "(none)"
+    return (
+        f"Tool calls folded: {calls}.\n"
+        "Durable lines (decisions, open items, errors, identifiers), kept verbatim:\n"
+        f"{kept}"
+    )
+
+
+def _tool_names(msg: Any) -> list[str]:
+    calls = msg.get("tool_calls") if isinstance(msg, dict) else None
+    names = []
+    for tc in calls if isinstance(calls, list) else ():
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        names.append(str(fn.get("name")) if isinstance(fn, dict) else "?")
+    return names
+
+
+def splice(messages: Sequence[Any], fold: Fold, text: str) -> Messages:
+    """The prompt: the head, one labelled summary message, then the unfolded tail.
+
+    The summary is a ``user`` message: every provider accepts one at this position, whereas a
+    mid-conversation ``system`` message is rejected by some chat templates and would give text
+    derived from tool output the authority of the system prompt.
+    """
+    label = SUMMARY_LABEL.format(n=fold.size)
+    summary: Message = {"role": "user", "content": f"{label}\n{text}"}
+    return [*messages[: fold.start], summary, *messages[fold.end :]]
+
+
+def survival_loss(messages: Sequence[Any], fold: Fold, text: str, settings: Settings) -> list[str]:
+    """Durable items of the folded range that do not appear literally in ``text``.
+
+    Unfolded messages are passed on as the same objects, so their items survive by identity;
+    only the folded range needs checking.
+    """
+    items = folded_items(messages, fold, settings.resolved_durable_patterns)
+    return missing_items(items, text)
+
+
+def digest(messages: Sequence[Any], *extra: str) -> str:
+    """A stable digest of ``messages`` (canonical JSON) and ``extra`` strings."""
+    h = hashlib.sha256()
+    for msg in messages:
+        h.update(json.dumps(msg, sort_keys=True, default=repr).encode("utf-8", "surrogatepass"))
+        h.update(b"\0")
+    for part in extra:
+        h.update(part.encode("utf-8", "surrogatepass") + b"\1")
+    return h.hexdigest()
+
+
+def refuse(strategy: str, lost: list[str], messages: Messages, ctx: StrategyContext) -> Messages:
+    """Never send a lossy prompt: raise, or (``compact_on_loss='fallback'``) send it unfolded."""
+    if ctx.settings.compact_on_loss == "raise":
+        raise CompactionLossError(strategy, lost)
+    ctx.logger.warning(
+        "ctxmw: %s did not fold the history: %d durable item(s) would have been lost (%s); "
+        "sending the unfolded prompt instead.",
+        strategy,
+        len(lost),
+        ", ".join(repr(item) for item in lost[:5]),
+    )
+    return messages

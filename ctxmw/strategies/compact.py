@@ -1,0 +1,64 @@
+"""``compact``: fold the expendable middle of a long history, keeping every durable line.
+
+Once the prompt uses ``compact_trigger`` of the input window, the messages between the head
+(system messages and the task) and the newest ``compact_keep_recent`` turns are folded into one
+labelled summary message that lists the folded tool calls and keeps every durable line verbatim
+(``durable_patterns``: DECISION/OPEN/ERROR lines, order ids, amounts, tracking numbers by
+default). Then every durable item is checked to appear literally in the prompt; if one would be
+lost, the strategy refuses (``compact_on_loss``: raise or send the unfolded prompt). No model is
+called. The folded range advances in steps of ``summary_step`` messages, so the prompt prefix is
+byte-stable between steps.
+"""
+
+from __future__ import annotations
+
+from ctxmw._registry import register_strategy
+from ctxmw.budget import Counter
+from ctxmw.strategies._fold import (
+    measure,
+    mechanical_summary,
+    plan_fold,
+    refuse,
+    splice,
+    survival_loss,
+)
+from ctxmw.types import Messages, StrategyContext
+
+__all__ = ["Compact", "compact"]
+
+
+class Compact:
+    """Fold old history into one summary that keeps every durable line verbatim (no model call).
+
+    Args:
+        counter: text -> tokens; default ``litellm.token_counter`` for the call's model. Pass
+            the same function object on every call: counts are memoised per counter.
+    """
+
+    def __init__(self, *, counter: Counter | None = None) -> None:
+        self.counter = counter
+
+    def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
+        """Return ``messages`` with the expendable middle folded, or unchanged below the trigger."""
+        before = measure(messages, ctx, self.counter)
+        stats = ctx.stats.setdefault("compact", {})
+        stats.update(utilisation=round(before.utilisation, 4), band=before.band, folded=0)
+        if before.utilisation < ctx.settings.compact_trigger:
+            return messages
+        fold = plan_fold(messages, ctx.settings)
+        if fold is None:
+            return messages
+        patterns = ctx.settings.resolved_durable_patterns
+        text = mechanical_summary(messages, fold, patterns)
+        lost = survival_loss(messages, fold, text, ctx.settings)
+        if lost:
+            stats["lost"] = len(lost)
+            return refuse("compact", lost, messages, ctx)
+        out = splice(messages, fold, text)
+        after = measure(out, ctx, self.counter)
+        stats.update(folded=fold.size, utilisation_after=round(after.utilisation, 4))
+        return out
+
+
+compact = register_strategy("compact")(Compact())
+"""The registered instance: ``prompt_strategies="compact"``."""
