@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ctxmw.types import Message, Messages, StrategyContext
 
@@ -32,12 +33,14 @@ class Turn:
         unwritten: messages not yet appended to the save_file.
         unconfirmed: inbox notes not yet carried by a successful call.
         persist_notes: whether inbox notes are written to the transcript (``inbox_persist``).
+        stream_call: a streamed call waiting for its stream to be read, to be recorded then.
     """
 
     working: Messages
     persist_notes: bool = False
     unwritten: Messages = field(default_factory=list)
     unconfirmed: Messages = field(default_factory=list)
+    stream_call: Any = None
 
     def stage(self, messages: Sequence[Message]) -> None:
         """Add messages of the caller (user input, tool results it computed) to the turn."""

@@ -5,6 +5,11 @@ Each call builds a :class:`~ctxmw.session.Session` of its own (settings are read
 :mod:`ctxmw._transcript`), and runs one round, or the tool loop when ``tools`` holds Python
 callables.
 
+Telemetry needs the previous call of the same session: consecutive stateless calls on one
+save_file (or one explicit ``session=`` id) share one recorder, kept in a bounded in-process
+registry (the least recently used of more than 1,024 sessions is forgotten; its next call is
+then measured as a first call).
+
 A stateless call has no session to keep an inbox note in when the provider call that carried it
 fails, so such notes are put back into the inbox (``ctxmw.inbox.deliver``): the next call on the
 same save_file, in this process or another, delivers them again.
@@ -15,6 +20,7 @@ from __future__ import annotations
 import importlib
 import logging
 import os
+from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -22,6 +28,7 @@ from ctxmw._litellm import CompletionFn
 from ctxmw.errors import UsageError
 from ctxmw.session import Session, ToolSpec
 from ctxmw.settings import Settings
+from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import StrategySpec
 
 __all__ = ["acompletion"]
@@ -41,6 +48,7 @@ async def acompletion(
     max_rounds: int | None = None,
     completion: CompletionFn | None = None,
     on_call: Sequence[Callable[..., Any]] = (),
+    session: str | None = None,
     **kwargs: Any,
 ) -> Any:
     """Call the model like ``litellm.acompletion``, with the prompt strategies applied.
@@ -62,7 +70,9 @@ async def acompletion(
         tools: OpenAI tool dicts (sent as they are) and/or Python callables (run by the loop).
         max_rounds: model calls before :class:`~ctxmw.errors.MaxRoundsExceeded`.
         completion: the completion function (for tests: ``ctxmw.testing.FakeCompletion``).
-        on_call: telemetry hooks (reserved).
+        on_call: telemetry hooks, called with each call's record (sync or async).
+        session: the telemetry session id; consecutive calls with the same id (default: the
+            same save_file) are compared with each other for cache reuse.
         **kwargs: everything else ``litellm.acompletion`` takes.
 
     Raises:
@@ -70,7 +80,7 @@ async def acompletion(
         MaxRoundsExceeded: the loop ran out of rounds; the message names the save_file.
         SaveFileBusy: another writer holds the save_file.
     """
-    session = Session(
+    convo = Session(
         model,
         save_file=save_file,
         prompt_strategies=prompt_strategies,
@@ -80,16 +90,36 @@ async def acompletion(
         max_rounds=max_rounds,
         completion=completion,
         on_call=on_call,
+        session=session,
         **kwargs,
     )
+    if session is not None or save_file is not None:
+        convo.recorder = _shared_recorder(convo.recorder, convo.settings, on_call)
     history = list(messages or [])
     try:
         if kwargs.get("stream"):
-            _check_streamable(session)
-            return await session._open_stream(history)
-        return await session._run_history(history)
+            _check_streamable(convo)
+            return await convo._open_stream(history)
+        return await convo._run_history(history)
     finally:
-        await _return_to_inbox(session)
+        await _return_to_inbox(convo)
+
+
+_MAX_RECORDERS = 1024
+_recorders: OrderedDict[str, CallRecorder] = OrderedDict()
+
+
+def _shared_recorder(
+    fresh: CallRecorder, settings: Settings, on_call: Sequence[Callable[..., Any]]
+) -> CallRecorder:
+    """The recorder of this session id from earlier calls, updated for this call; else ``fresh``."""
+    known = _recorders.pop(fresh.session, None)
+    recorder = fresh if known is None else known
+    recorder.settings, recorder.hooks = settings, list(on_call)
+    _recorders[fresh.session] = recorder
+    while len(_recorders) > _MAX_RECORDERS:
+        _recorders.popitem(last=False)
+    return recorder
 
 
 def _check_streamable(session: Session) -> None:

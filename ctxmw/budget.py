@@ -28,6 +28,7 @@ __all__ = [
     "Counter",
     "band_of",
     "budget",
+    "budget_from_counts",
     "count_message",
     "count_text",
     "default_counter",
@@ -133,15 +134,38 @@ def budget(
         counter: text -> tokens; default :func:`default_counter` for ``model``.
     """
     count = counter if counter is not None else default_counter(model)
-    layers = dict.fromkeys(("system", "history", "tool_results", "current"), 0)
-    last_user = max((i for i, m in enumerate(messages) if _role(m) == "user"), default=-1)
-    for i, msg in enumerate(messages):
-        layers[_layer(msg, i == last_user)] += count_message(msg, count)
-    return Budget(
-        tools=count_text(json.dumps(list(tools), sort_keys=True), count) if tools else 0,
+    return budget_from_counts(
+        messages,
+        [count_message(msg, count) for msg in messages],
+        count_text(json.dumps(list(tools), sort_keys=True), count) if tools else 0,
         window=context_window if context_window is not None else input_window(model),
         output_reservation=output_reservation,
-        **layers,
+    )
+
+
+def budget_from_counts(
+    messages: Sequence[Any],
+    counts: Sequence[int],
+    tools_tokens: int,
+    *,
+    window: int,
+    output_reservation: int = DEFAULT_OUTPUT_RESERVATION,
+) -> Budget:
+    """A :class:`Budget` from per-message token counts already at hand (telemetry has them).
+
+    Args:
+        messages: the prompt; only roles are read.
+        counts: tokens of each message, in order.
+        tools_tokens: tokens of the tool definitions.
+        window: the model's input window.
+        output_reservation: tokens kept free for the answer.
+    """
+    layers = dict.fromkeys(("system", "history", "tool_results", "current"), 0)
+    last_user = max((i for i, m in enumerate(messages) if _role(m) == "user"), default=-1)
+    for i, (msg, tokens) in enumerate(zip(messages, counts, strict=True)):
+        layers[_layer(msg, i == last_user)] += tokens
+    return Budget(
+        tools=tools_tokens, window=window, output_reservation=output_reservation, **layers
     )
 
 

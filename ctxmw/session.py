@@ -24,11 +24,14 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import time
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
+from uuid import uuid4
 
 import anyio
 
@@ -48,7 +51,10 @@ from ctxmw._transcript import TranscriptFile, match_history
 from ctxmw._turn import Turn, delivered_notes
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.settings import Settings, resolve_settings
+from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
+
+logger = logging.getLogger("ctxmw")
 
 __all__ = ["Session", "ToolSpec"]
 
@@ -72,7 +78,9 @@ class Session:
         max_rounds: model calls per turn (default: the ``max_rounds`` setting, 25).
         system: a system message written first when the transcript is empty.
         completion: the completion function (default ``litellm.acompletion``).
-        on_call: telemetry hooks, called once per model call (reserved; stored for now).
+        on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
+            (sync or async; a failing hook is logged, never raised).
+        session: the telemetry session id (default: the save_file path, else a random id).
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -92,6 +100,7 @@ class Session:
         system: str | None = None,
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
+        session: str | None = None,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
@@ -109,6 +118,13 @@ class Session:
         self._loaded = False
         self._pending: Messages = []
         self._busy = anyio.Lock()
+        self.recorder = CallRecorder(
+            session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
+            save_file=self._path,
+            settings=self.settings,
+            on_call=self.on_call,
+        )
+        """The telemetry of this session: one record per model call (ledger, logger, hooks)."""
 
     @property
     def save_file(self) -> Path | None:
@@ -173,6 +189,9 @@ class Session:
             raise
 
         async def complete(chunks: list[Any]) -> None:
+            call = turn.stream_call
+            if call is not None:
+                await self._record(call, chunks, time.perf_counter() - call.started, stream)
             built = load_litellm().stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
@@ -259,37 +278,52 @@ class Session:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
         ctx = StrategyContext(self.settings, save_file=self._path, model=self.model, round=round_)
+        trace: list[tuple[str, Messages]] = []
         try:
-            prompt = await apply_strategies(turn.working, self.strategies, ctx)
+            prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             turn.add_notes(delivered_notes(ctx))
-            response = await self._call_model(prompt, ctx, **extra)
+            call = _Call(list(turn.working), ctx, trace, round_)
+            response = await self._call_model(prompt, call, turn, **extra)
         except BaseException:
             self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]
             raise
         turn.carried()
         return response, prompt
 
-    async def _call_model(self, prompt: Messages, ctx: StrategyContext, **extra: Any) -> Any:
-        """Send one prompt: the single place every model call goes through (telemetry seam).
+    async def _call_model(self, prompt: Messages, call: _Call, turn: Turn, **extra: Any) -> Any:
+        """Send one prompt: the single place every model call goes through, and is recorded.
 
-        The wire kwargs, the strategy stats (``ctx.stats``), the response and the latency are
-        all at hand here; the ``on_call`` hooks will be fed from this method.
+        A streamed call is recorded when the stream has been read (see ``_open_stream``).
         """
-        kwargs = {**self.wire_kwargs(prompt), **extra}
+        kwargs = dict(self.recorder.prepare_kwargs({**self.wire_kwargs(prompt), **extra}))
         completion = self._completion or default_completion()
         started = time.perf_counter()
         response = await completion(**kwargs)
-        latency = time.perf_counter() - started
-        self._observe(kwargs, ctx, response, latency)
+        call.kwargs, call.started = kwargs, started
+        if kwargs.get("stream"):
+            turn.stream_call = call
+        else:
+            await self._record(call, response, time.perf_counter() - started)
         return response
 
-    def _observe(
-        self, kwargs: dict[str, Any], ctx: StrategyContext, response: Any, latency: float
-    ) -> None:
-        """Where the telemetry record of one call will be built and sent to ``on_call``.
-
-        Intentionally empty until the telemetry lands: the seam, with everything it needs.
-        """
+    async def _record(self, call: _Call, response: Any, latency: float, stream: Any = None) -> None:
+        """Telemetry for one finished call; it never breaks the call it describes."""
+        try:
+            await self.recorder.record(
+                model=self.model,
+                wire_kwargs=call.kwargs,
+                transcript=call.transcript,
+                trace=call.trace,
+                stats=call.ctx.stats,
+                response=response,
+                latency_s=latency,
+                round=call.round,
+                stream=stream,
+            )
+        except Exception:
+            logger.warning(
+                "ctxmw telemetry failed for one call; the call itself went on.", exc_info=True
+            )
 
     def wire_kwargs(self, prompt: Messages) -> dict[str, Any]:
         """The keyword arguments one model call sends for ``prompt``."""
@@ -313,6 +347,18 @@ class Session:
     def _take_pending(self) -> Messages:
         out, self._pending = self._pending, []
         return out
+
+
+@dataclass(slots=True)
+class _Call:
+    """What one model call's telemetry record is built from."""
+
+    transcript: Messages
+    ctx: StrategyContext
+    trace: list[tuple[str, Messages]]
+    round: int
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    started: float = 0.0
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

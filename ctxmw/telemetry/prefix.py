@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate
+from itertools import accumulate, pairwise
 from typing import Any
 
 from ctxmw.telemetry.canonical import DigestCache, payload_digest, tools_digest
@@ -41,6 +41,8 @@ class PrefixResult:
             provider can read); 0 when there is none.
         payload_digest: hex digest of the canonical payload.
         message_digests: per-message digests of this payload.
+        message_tokens: local tokens of each message of this payload.
+        tools_tokens: local tokens of the tools list.
     """
 
     prompt_tokens: int
@@ -52,6 +54,8 @@ class PrefixResult:
     marked_prefix_tokens: int
     payload_digest: str
     message_digests: list[bytes] = field(repr=False)
+    message_tokens: list[int] = field(default_factory=list, repr=False)
+    tools_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -133,6 +137,8 @@ class PrefixTracker:
             marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
             payload_digest=payload_digest(cur.tools, cur.digests),
             message_digests=cur.digests,
+            message_tokens=[b - a for a, b in pairwise(cur.cumulative)],
+            tools_tokens=cur.tools_tokens,
         )
 
     def _cumulative(

@@ -54,6 +54,8 @@ class CallRecord:
         latency_s: wall-clock seconds of the call.
         bust: None, or what broke the prefix: ``{"cause", "strategy", "message_index"}``.
         payload_digest: hex digest of the canonical payload (tools + messages).
+        budget: tokens per layer of the payload against the model's input window, with
+            utilisation and band (see :func:`ctxmw.budget`); None when not measured.
     """
 
     ts: str
@@ -80,6 +82,7 @@ class CallRecord:
     latency_s: float
     bust: Bust | None
     payload_digest: str
+    budget: dict[str, Any] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""

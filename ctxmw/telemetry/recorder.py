@@ -30,6 +30,8 @@ from typing import Any
 
 import anyio
 
+from ctxmw._tokens import input_window
+from ctxmw.budget import budget_from_counts
 from ctxmw.settings import Settings
 from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
 from ctxmw.telemetry.canonical import DigestCache, tools_digest
@@ -190,7 +192,18 @@ class CallRecorder:
             latency_s=round_latency(latency_s),
             bust=bust,
             payload_digest=prefix.payload_digest,
+            budget=self._budget(model, messages, prefix),
         )
+
+    def _budget(self, model: str, messages: list[Any], prefix: PrefixResult) -> dict[str, Any]:
+        window = self.settings.context_window or input_window(model)
+        return budget_from_counts(
+            messages,
+            prefix.message_tokens,
+            prefix.tools_tokens,
+            window=window,
+            output_reservation=self.settings.output_reservation,
+        ).as_record()
 
     async def _observe(
         self,

@@ -1,0 +1,115 @@
+"""The wrapper feeds the telemetry: one record per model call, every round, every session."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxmw
+from ctxmw.telemetry import CallRecord
+from ctxmw.testing import FakeCompletion, text, tool_calls, usage
+
+pytestmark = pytest.mark.anyio
+
+MODEL = "openai/gpt-4o-mini"
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers.
+
+    Args:
+        a: the first.
+        b: the second.
+    """
+    return a + b
+
+
+def loop_script() -> FakeCompletion:
+    return FakeCompletion(
+        tool_calls(("add", {"a": 1, "b": 2}), usage=usage(1500, 10, cached_tokens=0)),
+        tool_calls(("add", {"a": 3, "b": 4}), usage=usage(1600, 10, cached_tokens=1408)),
+        text("done", usage=usage(1700, 5, cached_tokens=1536)),
+    )
+
+
+async def test_every_round_is_recorded_to_hooks_ledger_and_logger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    records: list[CallRecord] = []
+    save_file = tmp_path / "agent.jsonl"
+    session = ctxmw.Session(
+        MODEL,
+        save_file=save_file,
+        tools=[add],
+        completion=loop_script(),
+        prompt_strategies="shorten_tools_epoch_increment",
+        on_call=[records.append],
+    )
+    with caplog.at_level("INFO", logger="ctxmw"):
+        await session.ask("Add things.")
+    assert [r.round for r in records] == [0, 1, 2]
+    assert [r.cache_read_tokens for r in records] == [0, 1408, 1536]
+    assert all(r.strategies == ("shorten_tools_epoch_increment",) for r in records)
+    assert records[1].prefix_tokens_local > 0
+    assert records[2].bust is None
+    assert records[0].budget is not None
+    assert records[0].budget["band"] == "ok"
+    ledger = [
+        json.loads(line) for line in (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
+    ]
+    assert [entry["round"] for entry in ledger] == [0, 1, 2]
+    assert "Add things." not in (tmp_path / "agent.ledger.jsonl").read_text()
+    assert sum("ctxmw call" in r.getMessage() for r in caplog.records) == 3
+
+
+async def test_stateless_calls_on_one_save_file_are_one_session(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    save_file = tmp_path / "agent.jsonl"
+    history: list[dict[str, Any]] = [{"role": "user", "content": "x " * 3000}]
+    fake = FakeCompletion(text("one"), text("two"))
+    first = await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, completion=fake, on_call=[records.append]
+    )
+    history += [first.choices[0].message.model_dump(exclude_none=True)]
+    history += [{"role": "user", "content": "more"}]
+    await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, completion=fake, on_call=[records.append]
+    )
+    assert len(records) == 2
+    assert records[1].prefix_tokens_local > 3000
+    assert records[1].bust is None
+    assert records[0].session == records[1].session == str(save_file)
+
+
+async def test_a_streamed_call_is_recorded_once_it_has_been_read(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    stream = await ctxmw.acompletion(
+        MODEL,
+        [{"role": "user", "content": "hi"}],
+        save_file=tmp_path / "s.jsonl",
+        completion=FakeCompletion(text("hello there", usage=usage(50, 3))),
+        stream=True,
+        on_call=[records.append],
+    )
+    assert records == []
+    chunks = [chunk async for chunk in stream]
+    assert chunks
+    assert len(records) == 1
+    assert records[0].prompt_tokens == 50
+
+
+async def test_a_failing_telemetry_never_breaks_the_call(
+    monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    session = ctxmw.Session(MODEL, completion=FakeCompletion(text("ok")), prompt_strategies="none")
+
+    async def broken(**kwargs: Any) -> None:
+        raise RuntimeError("ledger disk full")
+
+    monkeypatch.setattr(session.recorder, "record", broken)
+    reply = await session.ask("hi")
+    assert reply.choices[0].message.content == "ok"
+    assert "telemetry failed" in caplog.text
