@@ -300,6 +300,8 @@ class Session:
         started = time.perf_counter()
         response = await completion(**kwargs)
         call.kwargs, call.started = kwargs, started
+        if not self.settings.telemetry:
+            return response
         if kwargs.get("stream"):
             turn.stream_call = call
         else:

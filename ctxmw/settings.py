@@ -125,6 +125,11 @@ class Settings(BaseSettings):
         + " (auto picks one from the model and api_base).",
     )
 
+    telemetry: bool = Field(
+        True,
+        description="Record every model call (ledger beside the save_file, the 'ctxmw' logger, "
+        "on_call hooks).",
+    )
     max_rounds: int = Field(
         25, ge=1, description="Tool loop: model calls per turn before MaxRoundsExceeded."
     )

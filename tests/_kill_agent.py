@@ -58,6 +58,8 @@ async def run(save_file: str, delay: float) -> None:
         completion=Scripted(delay),
         prompt_strategies="none",
         max_rounds=ROUNDS,
+        # The ledger is another file; keeping litellm (seconds to import) out keeps trials short.
+        strategy_options={"telemetry": False},
     )
     print("started", flush=True)
     await session.ask("go")

@@ -113,3 +113,17 @@ async def test_a_failing_telemetry_never_breaks_the_call(
     reply = await session.ask("hi")
     assert reply.choices[0].message.content == "ok"
     assert "telemetry failed" in caplog.text
+
+
+async def test_telemetry_can_be_switched_off(tmp_path: Path) -> None:
+    records: list[CallRecord] = []
+    session = ctxmw.Session(
+        MODEL,
+        save_file=tmp_path / "a.jsonl",
+        completion=FakeCompletion(text("ok")),
+        strategy_options={"telemetry": False},
+        on_call=[records.append],
+    )
+    await session.ask("hi")
+    assert records == []
+    assert not (tmp_path / "a.ledger.jsonl").exists()
