@@ -34,7 +34,18 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ctxmw {__version__}")
     sub = parser.add_subparsers(title="commands", metavar="COMMAND")
     _add(sub, "strategies", "list every registered prompt strategy", _cmd_strategies)
-    _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
+    demo = _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
+    demo.add_argument("--out", default="ctxmw-demo", help="output folder (default: ctxmw-demo)")
+    demo.add_argument("--calls", type=int, default=240, help="tool calls in the scripted plan")
+    demo.add_argument(
+        "--strategies",
+        action="append",
+        help="a strategy list to compare (repeatable; default: none, shorten_tools, "
+        "shorten_tools_epoch, shorten_tools_epoch_increment, clear_tool_results)",
+    )
+    demo.add_argument("--model", help="run against a real provider: the litellm model name")
+    demo.add_argument("--api-base", help="run against a real OpenAI-compatible endpoint")
+    demo.add_argument("--api-key", help="the API key for --model / --api-base")
     add_inbox_commands(sub, _add)
     stats = _add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
     stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
@@ -63,8 +74,9 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
 
 
 def _cmd_demo(args: argparse.Namespace) -> int:
-    print("ctxmw demo: not yet available (it lands with the demo issue).", file=sys.stderr)
-    return 0
+    from ctxmw.demo._cli import run_demo_command
+
+    return run_demo_command(args)
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:

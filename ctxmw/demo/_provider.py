@@ -3,8 +3,8 @@
 It serves ``POST /v1/chat/completions``, replays a scripted agent plan, and reports usage with
 prompt-cache accounting the way OpenAI does: a prefix it has seen in an earlier request counts as
 cached, none under 1,024 tokens, then whole 128-token blocks. Prefixes are compared message by
-message (tools first), and tokens are counted per message by an injectable counter, the same
-way ctxmw's telemetry counts them, so both sides can be checked against each other.
+message (the tools list and the request overhead first), and tokens are counted per message by
+the same counter ctxmw's telemetry uses, so both sides can be checked against each other.
 Everything it returns says it is simulated.
 """
 
@@ -14,14 +14,14 @@ import hashlib
 import json
 import re
 import time
-from collections.abc import Callable
 from typing import Any
 
 import anyio
-from anyio.abc import SocketAttribute, SocketStream, TaskGroup
+from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ctxmw.demo._script import PlanStep
+from ctxmw.telemetry.counters import TokenCounter
 
 __all__ = ["SIMULATED", "SimulatedProvider"]
 
@@ -36,22 +36,32 @@ class SimulatedProvider:
     Args:
         plan: the agent's steps; the provider answers with step k's tool calls when the newest
             tool call id in the request belongs to step k - 1.
-        count_tokens: tokens of one message (or of the tools list), as ctxmw counts them.
+        counter: counts tokens the way ctxmw's telemetry does (litellm's tokenizer).
+        model: the model whose tokenizer the counter uses.
     """
 
-    def __init__(self, plan: list[PlanStep], count_tokens: Callable[[Any], int]) -> None:
+    def __init__(self, plan: list[PlanStep], counter: TokenCounter, model: str) -> None:
         self.plan = plan
-        self.count_tokens = count_tokens
+        self.counter = counter
+        self.model = model
         self.requests = 0
         self._seen: set[bytes] = set()
         self._tokens: dict[bytes, int] = {}
 
+    def forget(self) -> None:
+        """Empty the prompt cache, as if the next session came after the cache's lifetime."""
+        self._seen.clear()
+
     async def serve(self, task_group: TaskGroup) -> str:
         """Start listening on a free loopback port; returns the ``api_base`` to use."""
         listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        task_group.start_soon(listener.serve, self._connection)
+        task_group.start_soon(self._serve, listener)
         port = listener.extra(SocketAttribute.local_port)
         return f"http://127.0.0.1:{port}/v1"
+
+    async def _serve(self, listener: Listener[SocketStream]) -> None:
+        async with listener:  # closed when the task group is cancelled
+            await listener.serve(self._connection)
 
     async def _connection(self, stream: SocketStream) -> None:
         reader = BufferedByteReceiveStream(stream)
@@ -109,18 +119,22 @@ class SimulatedProvider:
         return {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
 
     def _usage(self, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
-        blocks: list[Any] = [request.get("tools") or [], *request.get("messages", [])]
-        chain, total, cached = hashlib.sha256(), 0, 0
-        for block in blocks:
-            raw = json.dumps(block, sort_keys=True, separators=(",", ":")).encode()
+        messages = request.get("messages", [])
+        tools = request.get("tools") or []
+        chain = hashlib.sha256(_canonical(tools))
+        total = self._tools_tokens(tools, messages)
+        cached = 0
+        for message in messages:
+            raw = _canonical(message)
             chain.update(hashlib.sha256(raw).digest())
             key = chain.copy().digest()
-            total += self._count(raw, block)
+            total += self._count(raw, message)
             if key in self._seen:
                 cached = total
             self._seen.add(key)
         hit = cached // OPENAI_BLOCK * OPENAI_BLOCK if cached >= OPENAI_MIN else 0
-        completion = self.count_tokens(reply)
+        total += self.counter.overhead_tokens(self.model)  # the reply primer closes the prompt
+        completion = self.counter.message_tokens(self.model, reply)
         return {
             "prompt_tokens": total,
             "completion_tokens": completion,
@@ -128,11 +142,24 @@ class SimulatedProvider:
             "prompt_tokens_details": {"cached_tokens": hit},
         }
 
-    def _count(self, raw: bytes, block: Any) -> int:
+    def _tools_tokens(self, tools: list[Any], messages: list[Any]) -> int:
+        if not tools:
+            return 0
+        has_system = any(m.get("role") == "system" for m in messages if isinstance(m, dict))
+        key = hashlib.sha256(_canonical(tools) + bytes([has_system])).digest()
+        if key not in self._tokens:
+            self._tokens[key] = self.counter.tools_tokens(self.model, tools, has_system)
+        return self._tokens[key]
+
+    def _count(self, raw: bytes, message: Any) -> int:
         digest = hashlib.sha256(raw).digest()
         if digest not in self._tokens:
-            self._tokens[digest] = self.count_tokens(block)
+            self._tokens[digest] = self.counter.message_tokens(self.model, message)
         return self._tokens[digest]
+
+
+def _canonical(block: Any) -> bytes:
+    return json.dumps(block, sort_keys=True, separators=(",", ":")).encode()
 
 
 def _step_of(message: dict[str, Any]) -> int:

@@ -85,6 +85,9 @@ def make_plan(root: Path, calls: int) -> list[PlanStep]:
     files = sorted(
         str(p.relative_to(root)) for p in root.rglob("*.py") if "__pycache__" not in p.parts
     )
+    lengths = {
+        f: len((root / f).read_text(encoding="utf-8", errors="replace").splitlines()) for f in files
+    }
     dirs = sorted({str(Path(f).parent) for f in files})
     patterns = ["def ", "class ", "import ", "raise ", "return ", "settings", "async "]
     steps: list[PlanStep] = [PlanStep((("list_files", {"directory": d}),)) for d in dirs]
@@ -92,7 +95,9 @@ def make_plan(root: Path, calls: int) -> list[PlanStep]:
     i = 0
     while made < calls:
         path = files[i % len(files)]
-        window: dict[str, object] = {"path": path, "start": 1 + (i // len(files)) * 120}
+        # Later passes read further windows of each file, wrapping around its length.
+        start = 1 + ((i // len(files)) * 120) % max(lengths[path], 1)
+        window: dict[str, object] = {"path": path, "start": start}
         step: tuple[tuple[str, dict[str, object]], ...]
         if i % 5 == 4:  # a parallel pair: read one file and grep another
             other = files[(i * 7) % len(files)]

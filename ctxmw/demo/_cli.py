@@ -1,0 +1,75 @@
+"""``ctxmw demo`` on the command line: run, then print the table and where the files are."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+import anyio
+
+from ctxmw.demo._provider import SIMULATED
+from ctxmw.demo._report import ProgressBar, format_rows
+from ctxmw.demo._run import DEMO_STRATEGIES, SIMULATED_MODEL, DemoRow, run_demo
+from ctxmw.errors import UsageError
+from ctxmw.telemetry.stats import load_ledgers, plot_ledger
+
+__all__ = ["run_demo_command"]
+
+
+def run_demo_command(args: argparse.Namespace) -> int:
+    """Run the demo as the CLI asked; returns the exit code."""
+    if args.calls < 1:
+        print(f"ctxmw demo: --calls {args.calls} must be at least 1.", file=sys.stderr)
+        return 2
+    out = Path(args.out)
+    simulated = args.model is None and args.api_base is None
+    print(_header(simulated, args))
+    rows = anyio.run(_run, args, out)
+    print()
+    print(format_rows(rows))
+    print()
+    print(_footer(rows, out, simulated))
+    return 0
+
+
+async def _run(args: argparse.Namespace, out: Path) -> list[DemoRow]:
+    return await run_demo(
+        out,
+        calls=args.calls,
+        strategies=args.strategies or DEMO_STRATEGIES,
+        model=args.model,
+        api_base=args.api_base,
+        api_key=args.api_key,
+        progress=ProgressBar(),
+    )
+
+
+def _header(simulated: bool, args: argparse.Namespace) -> str:
+    if not simulated:
+        return f"ctxmw demo against {args.model or SIMULATED_MODEL} at {args.api_base or 'its API'}"
+    return (
+        f"ctxmw demo: a scripted agent makes about {args.calls} tool calls (list, read, grep over "
+        "the installed ctxmw package)\n"
+        f"provider: {SIMULATED.upper()} OpenAI-compatible endpoint on 127.0.0.1, reached through "
+        "litellm; it caches prompts like OpenAI (nothing under 1,024 tokens, then 128-token "
+        f"blocks); costs at {SIMULATED_MODEL}'s prices from litellm's table"
+    )
+
+
+def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
+    label = "simulated provider" if simulated else "provider"
+    lines = [
+        f"cached (provider): prompt tokens the {label} reported as read from its cache; "
+        "cached (ctxmw): what ctxmw expected it to read, from what was sent.",
+        "results: tool results the model still saw at the last call (full / compacted / all).",
+        f"files in {out}/: one transcript (*.jsonl) and one ledger (*.ledger.jsonl) per row",
+    ]
+    plot = out / "cache.png"
+    try:
+        ledgers = sorted(out.glob("*.ledger.jsonl"))
+        plot_ledger(load_ledgers(ledgers), plot)
+        lines.append(f"plot: {plot} (prompt tokens and cache reads per call, one panel per row)")
+    except UsageError as exc:
+        lines.append(f"plot skipped: {exc}")
+    return "\n".join(lines)

@@ -1,0 +1,201 @@
+"""Run the demo: one scripted session per strategy list, then one row of figures each."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+import ctxmw
+from ctxmw._chain import prepare_prompt
+from ctxmw._litellm import load_litellm
+from ctxmw._registry import list_strategies
+from ctxmw.demo._provider import SimulatedProvider
+from ctxmw.demo._script import PlanStep, ToolBox, make_plan
+from ctxmw.session import Session
+from ctxmw.telemetry import CallRecord
+from ctxmw.telemetry.counters import LiteLLMCounter
+from ctxmw.types import Messages
+
+__all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "run_demo"]
+
+DEMO_STRATEGIES = (
+    "none",
+    "shorten_tools",
+    "shorten_tools_epoch",
+    "shorten_tools_epoch_increment",
+    "clear_tool_results",
+)
+SIMULATED_MODEL = "openai/gpt-4o"
+TASK = (
+    "Review the ctxmw package: list its folders, read every module, grep for patterns, and "
+    "report what each module does."
+)
+Progress = Callable[[int, int], None]
+
+
+@dataclass(frozen=True, slots=True)
+class DemoRow:
+    """The figures of one strategy list over the whole scripted session."""
+
+    strategies: str
+    calls: int
+    prompt_tokens: int
+    peak_prompt_tokens: int
+    cached_reported: int
+    cached_expected: int
+    cost_usd: float | None
+    results_full: int
+    results_compacted: int
+    results_total: int
+
+    @property
+    def hit_rate(self) -> float:
+        """Provider-reported cache reads over prompt tokens."""
+        return self.cached_reported / self.prompt_tokens if self.prompt_tokens else 0.0
+
+
+async def run_demo(
+    out_dir: Path,
+    *,
+    calls: int = 240,
+    strategies: Sequence[str] = DEMO_STRATEGIES,
+    model: str | None = None,
+    api_base: str | None = None,
+    api_key: str | None = None,
+    progress: Progress | None = None,
+) -> list[DemoRow]:
+    """Run the scripted agent once per strategy list; write transcripts and ledgers to out_dir.
+
+    Args:
+        out_dir: where ``<strategies>.jsonl`` transcripts and their ledgers go (replaced).
+        calls: about how many tool calls the scripted plan makes.
+        strategies: strategy lists to compare; names not registered are skipped.
+        model, api_base, api_key: a real provider instead of the simulated one (with a real
+            model the model decides what to call; the tools and the task are the same).
+        progress: called with (calls done, calls expected) after every model call.
+    """
+    root = Path(ctxmw.__file__).parent
+    plan = await anyio.to_thread.run_sync(make_plan, root, calls)
+    specs = [s for s in strategies if _known(s)]
+    await anyio.Path(out_dir).mkdir(parents=True, exist_ok=True)
+    counter = _Counter(len(specs) * (len(plan) + 1), progress)
+    async with anyio.create_task_group() as tg:
+        target = await _target(tg, plan, model, api_base, api_key)
+        try:
+            rows = [
+                await _run_one(out_dir, spec, root, len(plan), target, counter) for spec in specs
+            ]
+        finally:
+            await target.aclose()
+            tg.cancel_scope.cancel()
+    return rows
+
+
+@dataclass(frozen=True, slots=True)
+class _Target:
+    model: str
+    kwargs: dict[str, Any]
+    provider: SimulatedProvider | None = None
+
+    async def aclose(self) -> None:
+        client = self.kwargs.get("client")
+        if client is not None:
+            await client.close()
+
+
+async def _target(
+    tg: Any, plan: list[PlanStep], model: str | None, api_base: str | None, api_key: str | None
+) -> _Target:
+    if model is None and api_base is None:
+        provider = SimulatedProvider(plan, LiteLLMCounter(), SIMULATED_MODEL.split("/", 1)[1])
+        base = await provider.serve(tg)
+        # Our own client, closed at the end: litellm's cached one would outlive the server.
+        load_litellm()  # offline, quiet; then the OpenAI SDK litellm itself uses for openai/
+        from openai import AsyncOpenAI
+
+        client = AsyncOpenAI(base_url=base, api_key="simulated")
+        kwargs = {"api_base": base, "api_key": "simulated", "client": client}
+        return _Target(SIMULATED_MODEL, kwargs, provider)
+    kwargs = {k: v for k, v in (("api_base", api_base), ("api_key", api_key)) if v is not None}
+    return _Target(model or SIMULATED_MODEL, kwargs)
+
+
+class _Counter:
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.done, self.total, self.progress = 0, total, progress
+
+    def __call__(self, record: CallRecord) -> None:
+        self.done += 1
+        if self.progress is not None:
+            self.progress(self.done, self.total)
+
+
+async def _run_one(
+    out_dir: Path, spec: str, root: Path, steps: int, target: _Target, counter: _Counter
+) -> DemoRow:
+    save_file = out_dir / f"{spec.replace(',', '+')}.jsonl"
+    await anyio.to_thread.run_sync(_clear, save_file)
+    if target.provider is not None:
+        # Each strategy starts cold: a shared warm cache would credit it with another's prefix.
+        target.provider.forget()
+    records: list[CallRecord] = []
+    box = ToolBox(root)
+    session = Session(
+        target.model,
+        save_file=save_file,
+        prompt_strategies=spec,
+        tools=[box.list_files, box.read_file, box.grep],
+        max_rounds=steps + 2,
+        # The simulated provider caches like OpenAI: say so, rather than "exact" for api_base.
+        strategy_options={"cache_rule": "openai"} if target.provider is not None else None,
+        session=f"demo:{spec}",
+        on_call=[records.append, counter],
+        **target.kwargs,
+    )
+    await session.ask(TASK)
+    full, compacted, total = await _retention(session.messages, spec)
+    return DemoRow(
+        strategies=spec,
+        calls=len(records),
+        prompt_tokens=sum(r.prompt_tokens for r in records),
+        peak_prompt_tokens=max((r.prompt_tokens for r in records), default=0),
+        cached_reported=sum(r.cache_read_tokens for r in records),
+        cached_expected=sum(r.expected_cached_tokens for r in records),
+        cost_usd=_cost(records),
+        results_full=full,
+        results_compacted=compacted,
+        results_total=total,
+    )
+
+
+async def _retention(transcript: Messages, spec: str) -> tuple[int, int, int]:
+    """Tool results the model saw at the last call: full, compacted, and how many exist."""
+    last = max(i for i, m in enumerate(transcript) if m.get("role") == "assistant")
+    prompt = await prepare_prompt(transcript[:last], spec)
+    originals = {m["tool_call_id"]: m for m in transcript if m.get("role") == "tool"}
+    shown = [m for m in prompt if m.get("role") == "tool"]
+    full = sum(1 for m in shown if m.get("content") == originals[m["tool_call_id"]].get("content"))
+    return full, len(shown) - full, len(originals)
+
+
+def _cost(records: Sequence[CallRecord]) -> float | None:
+    costs = [r.cost_usd for r in records]
+    return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
+
+
+def _known(spec: str) -> bool:
+    names = {info.name for info in list_strategies()} | {"none"}
+    return all(part.strip() in names for part in spec.split(",") if part.strip())
+
+
+def _clear(save_file: Path) -> None:
+    stem = save_file.with_suffix("")
+    for path in (save_file, Path(f"{stem}.ledger.jsonl"), Path(f"{save_file}.lock")):
+        path.unlink(missing_ok=True)
+    for folder in (Path(f"{stem}.inbox"), Path(f"{stem}.inbox_removed")):
+        shutil.rmtree(folder, ignore_errors=True)
