@@ -8,6 +8,7 @@ from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
 from ctxmw._cli_inbox import add_inbox_commands
+from ctxmw._cli_replay import add_replay_command
 from ctxmw._cli_show import add_show_command
 from ctxmw.errors import UsageError
 
@@ -51,6 +52,7 @@ def _parser() -> argparse.ArgumentParser:
     stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
     stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
     add_show_command(sub, _add)
+    add_replay_command(sub, _add)
     return parser
 
 

@@ -182,6 +182,29 @@ class Settings(BaseSettings):
     )
     # --- end of the context toolkit block ------------------------------------------------------
 
+    # --- clear_tool_results (issue 6): LangChain's ClearToolUsesEdit / Anthropic's clear_tool_uses
+    clear_tool_results_keep: int = Field(
+        3, ge=0, description="clear_tool_results: newest tool results never cleared."
+    )
+    clear_tool_results_trigger: int = Field(
+        100_000,
+        ge=0,
+        description="clear_tool_results: clear once the prompt exceeds this many tokens.",
+    )
+    clear_tool_results_exclude_tools: list[str] = Field(
+        [],
+        description="clear_tool_results: tool names whose results are never cleared "
+        "(env: a JSON list).",
+    )
+    clear_tool_results_placeholder: str = Field(
+        "[cleared]", description="clear_tool_results: the text that replaces a cleared result."
+    )
+    clear_tool_results_clear_tool_inputs: bool = Field(
+        False,
+        description="clear_tool_results: also replace a cleared call's arguments with '{}'.",
+    )
+    # --- end of the clear_tool_results block ---------------------------------------------------
+
     def __init__(self, **values: Any) -> None:
         try:
             super().__init__(**values)

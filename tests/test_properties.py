@@ -38,6 +38,7 @@ SMALL = {
     "max_tool_chars": 600,
     "short_string_length": 30,
     "short_output_length": 60,
+    "clear_tool_results_trigger": 0,
 }
 # The folding strategies (compact, summarize) must not trigger here: they have their own
 # properties with tiny windows, and summarize would call a model.

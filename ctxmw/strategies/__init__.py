@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ctxmw.strategies.cache_breakpoints import cache_breakpoints
+from ctxmw.strategies.clear_tool_results import clear_tool_results
 from ctxmw.strategies.compact import compact
 from ctxmw.strategies.inbox import inbox
 from ctxmw.strategies.repair_tool_pairs import repair_tool_pairs
@@ -13,6 +14,7 @@ from ctxmw.strategies.summarize import summarize
 
 __all__ = [
     "cache_breakpoints",
+    "clear_tool_results",
     "compact",
     "inbox",
     "repair_tool_pairs",

@@ -1,0 +1,105 @@
+"""``ctxmw replay``: replay transcripts through strategy lists (the face of :mod:`ctxmw.replay`)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, TypeAlias
+
+import anyio
+
+from ctxmw._replay_format import format_table, plot_replay
+from ctxmw._synthetic import synthetic_transcript
+from ctxmw.errors import UsageError
+from ctxmw.replay import (
+    DEFAULT_MODEL,
+    DEFAULT_STRATEGY_LISTS,
+    ReplayResult,
+    load_transcript,
+    replay,
+    synthetic_name,
+)
+from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter
+from ctxmw.types import Messages
+
+__all__ = ["add_replay_command", "split_strategy_lists"]
+
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
+
+_HELP = "replay transcripts through strategy lists: tokens, cache reuse, cost, retention"
+
+
+def add_replay_command(sub: SubParsers, add: Adder) -> None:
+    """Add ``replay`` to ``sub`` using the CLI's ``add(sub, name, help, fn)``."""
+    cmd = add(sub, "replay", _HELP, _cmd_replay)
+    cmd.add_argument(
+        "transcripts",
+        nargs="*",
+        metavar="TRANSCRIPT",
+        help="save_files (JSONL), JSON lists of messages, or JSONL with one conversation a line",
+    )
+    cmd.add_argument(
+        "--strategies",
+        action="append",
+        metavar="LISTS",
+        help="a strategy list 'a,b'; several: repeat the option or separate lists with ';' "
+        f"(default: {'; '.join(DEFAULT_STRATEGY_LISTS)}); 'none' is always added",
+    )
+    cmd.add_argument(
+        "--synthetic", type=int, metavar="N", help="also replay a synthetic agent run of N calls"
+    )
+    cmd.add_argument("--seed", type=int, default=0, help="seed of --synthetic (default 0)")
+    cmd.add_argument(
+        "--model", default=DEFAULT_MODEL, help=f"litellm model priced (default {DEFAULT_MODEL})"
+    )
+    cmd.add_argument("--window", type=int, help="context window (default: the model's input)")
+    cmd.add_argument("--json", action="store_true", help="print the result as one JSON object")
+    cmd.add_argument("--plot", metavar="FILE.png", help="also draw tokens and cost per call")
+    cmd.add_argument(
+        "--fast", action="store_true", help="approximate tokens (4 bytes each), no tokenizer"
+    )
+
+
+def split_strategy_lists(values: Sequence[str] | None) -> list[str]:
+    """``--strategies`` values to strategy lists: each value may hold several, ';'-separated."""
+    if not values:
+        return list(DEFAULT_STRATEGY_LISTS)
+    return [part.strip() for value in values for part in value.split(";") if part.strip()]
+
+
+def _cmd_replay(args: argparse.Namespace) -> int:
+    if not args.transcripts and args.synthetic is None:
+        print("ctxmw replay: give TRANSCRIPT files or --synthetic N.", file=sys.stderr)
+        return 2
+    try:
+        result = anyio.run(_run, args)
+        print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
+        if args.plot:
+            print(f"plot: {plot_replay(result, args.plot)}", file=sys.stderr if args.json else None)
+    except UsageError as exc:
+        print(f"ctxmw replay: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+async def _run(args: argparse.Namespace) -> ReplayResult:
+    transcripts: dict[str, Messages] = {}
+    for path in args.transcripts:
+        transcripts.update(await load_transcript(path))
+    if args.synthetic is not None:
+        if args.synthetic < 1:
+            raise UsageError(f"--synthetic {args.synthetic!r} must be at least 1 call.")
+        name = synthetic_name(args.synthetic, args.seed)
+        transcripts[name] = synthetic_transcript(args.synthetic, seed=args.seed)
+    return await replay(
+        transcripts,
+        split_strategy_lists(args.strategies),
+        model=args.model,
+        window=args.window,
+        counter=ApproxCounter() if args.fast else LiteLLMCounter(),
+    )

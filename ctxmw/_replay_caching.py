@@ -1,0 +1,171 @@
+"""Prices and the three caching models ``ctxmw replay`` compares, one call at a time.
+
+Caching models (each call's prompt tokens split into cache reads, cache writes and the rest):
+
+- ``auto``: automatic prefix caching, OpenAI-style. Reads are the common prefix with the previous
+  call under OpenAI's rule (nothing under 1,024 tokens, then whole 128-token blocks); no write
+  premium (writes are 0: the rest is priced as plain input).
+- ``breakpoints``: explicit ``cache_control`` marks placed by the ``cache_breakpoints`` strategy
+  (end of the epoch's stable prefix and the last message), Anthropic-style. Reads are the tokens
+  up to the last mark of the previous call that lies in the common prefix (nothing under the
+  model's minimum); writes are the tokens from there to this call's last mark.
+- ``end_breakpoint``: one mark at the end of every prompt (what most clients do). Reads are the
+  whole previous prompt when it is a prefix of this one, else 0: after a break the only cached
+  entries sit at the ends of earlier prompts, far more than the 20 blocks Anthropic looks back
+  from a breakpoint in a long prompt. Writes are the rest of the prompt.
+
+In both breakpoint models a prompt shorter than the minimum is neither read nor written. The
+reply primer litellm counts (a few tokens) is never cached.
+
+Prices come from litellm's model map for one model and serve all three models, so they compare:
+input, cache read and cache write per token. A model without a cache-write price pays 1.25x its
+input price for writes (Anthropic's five-minute cache write premium); one without a cache-read
+price pays the input price for reads (caching then saves nothing; the table says so).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxmw.errors import UsageError
+from ctxmw.telemetry.marks import is_marked
+from ctxmw.telemetry.prefix import PrefixResult
+from ctxmw.telemetry.rules import OPENAI_MINIMUM, cache_minimum, expected_cached_tokens
+from ctxmw.telemetry.rules import uses_breakpoints as _uses_breakpoints
+
+__all__ = [
+    "CACHING_MODELS",
+    "MARKING_MODEL",
+    "WRITE_PREMIUM",
+    "Prices",
+    "Split",
+    "auto_split",
+    "body_tokens",
+    "breakpoint_minimum",
+    "breakpoints_split",
+    "end_breakpoint_split",
+    "model_prices",
+]
+
+CACHING_MODELS = ("auto", "breakpoints", "end_breakpoint")
+MARKING_MODEL = "anthropic/claude-sonnet-4-5"
+"""The model name ``cache_breakpoints`` sees when the priced model caches implicitly."""
+WRITE_PREMIUM = 1.25
+
+
+@dataclass(frozen=True, slots=True)
+class Prices:
+    """USD per token for one model, from litellm's model map.
+
+    Attributes:
+        model: the litellm model name.
+        input: an uncached prompt token.
+        cache_read: a prompt token read from the cache.
+        cache_write: a prompt token written to the cache.
+        source: where each price came from (``litellm`` or the documented fallback).
+    """
+
+    model: str
+    input: float
+    cache_read: float
+    cache_write: float
+    source: dict[str, str]
+
+    def cost(self, prompt_tokens: int, split: Split) -> float:
+        """USD of one prompt split into reads, writes and plain input."""
+        plain = prompt_tokens - split.reads - split.writes
+        return plain * self.input + split.reads * self.cache_read + split.writes * self.cache_write
+
+
+@dataclass(frozen=True, slots=True)
+class Split:
+    """Prompt tokens read from and written to the cache on one call."""
+
+    reads: int = 0
+    writes: int = 0
+
+
+def model_prices(model: str) -> Prices:
+    """Input, cache-read and cache-write prices of ``model`` from litellm's map.
+
+    Raises:
+        UsageError: litellm has no input price for the model.
+    """
+    info = _model_info(model)
+    price = info.get("input_cost_per_token")
+    if not isinstance(price, int | float) or price <= 0:
+        raise UsageError(
+            f"litellm's price table has no input price for model {model!r}; pass a priced model "
+            "such as 'anthropic/claude-sonnet-4-5' or 'gpt-4o'."
+        )
+    read, write = (
+        info.get("cache_read_input_token_cost"),
+        info.get("cache_creation_input_token_cost"),
+    )
+    source = {"input": "litellm", "cache_read": "litellm", "cache_write": "litellm"}
+    if not isinstance(read, int | float):
+        read, source["cache_read"] = price, "input price (litellm has none)"
+    if not isinstance(write, int | float):
+        write, source["cache_write"] = price * WRITE_PREMIUM, f"{WRITE_PREMIUM}x input"
+    return Prices(model, float(price), float(read), float(write), source)
+
+
+def _model_info(model: str) -> dict[str, Any]:
+    import litellm
+
+    # litellm prints a provider list to stdout for unknown models; keep the caller's stdout clean.
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            return dict(litellm.get_model_info(model))
+        except Exception:  # litellm raises bare Exception subclasses for unmapped models
+            return {}
+
+
+def breakpoint_minimum(model: str) -> int:
+    """The smallest prefix the breakpoint models cache, for ``model`` (or the marking model)."""
+    return cache_minimum("breakpoints", model if _uses_breakpoints(model) else MARKING_MODEL)
+
+
+def body_tokens(r: PrefixResult) -> int:
+    """Tokens of the tools and messages (the cacheable part), without the reply primer."""
+    return r.tools_tokens + sum(r.message_tokens)
+
+
+def auto_split(r: PrefixResult) -> Split:
+    """OpenAI-style automatic prefix caching: reads only, no write premium."""
+    reads = expected_cached_tokens(
+        "openai", prefix_tokens=r.prefix_tokens, marked_prefix_tokens=0, minimum=OPENAI_MINIMUM
+    )
+    return Split(reads=reads)
+
+
+def breakpoints_split(r: PrefixResult, marked: Sequence[Any], minimum: int) -> Split:
+    """Explicit marks (``r`` measured on the ``marked`` prompt): read to the last previous mark
+    in the common prefix, write from there to this prompt's last mark."""
+    reads = expected_cached_tokens(
+        "breakpoints",
+        prefix_tokens=r.prefix_tokens,
+        marked_prefix_tokens=r.marked_prefix_tokens,
+        minimum=minimum,
+    )
+    last = _last_marked(marked)
+    upto = r.tools_tokens + sum(r.message_tokens[: last + 1]) if last >= 0 else 0
+    return Split(reads=reads, writes=max(upto - reads, 0) if upto >= minimum else 0)
+
+
+def end_breakpoint_split(r: PrefixResult, body: int, minimum: int) -> Split:
+    """A mark at the end of every prompt: read the whole previous prompt if it is a prefix."""
+    extends = r.first_diff is not None and not r.broke
+    reads = r.prefix_tokens if extends and r.prefix_tokens >= minimum else 0
+    return Split(reads=reads, writes=body - reads if body >= minimum else 0)
+
+
+def _last_marked(messages: Sequence[Any]) -> int:
+    for i in range(len(messages) - 1, -1, -1):
+        if is_marked(messages[i]):
+            return i
+    return -1

@@ -1,0 +1,213 @@
+"""What a replay measured: per call, per strategy list, and the stable JSON of ``--json``."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxmw._replay_caching import CACHING_MODELS, Prices, Split
+
+__all__ = ["CallFigures", "ReplayResult", "Retention", "StrategyFigures", "retention"]
+
+
+@dataclass(frozen=True, slots=True)
+class CallFigures:
+    """One call point under one strategy list.
+
+    Attributes:
+        transcript: index of the transcript (in ``ReplayResult.transcripts``).
+        message_index: the call point: ``messages[:message_index]`` was sent.
+        prompt_tokens: tokens of the prompt after the strategies.
+        prefix_tokens: tokens of its common prefix with the previous call's prompt.
+        previous_tokens: tokens of the previous call's prompt (0 on a transcript's first call);
+            without the reply primer, so an unbroken prefix reuses all of it.
+        broke: the previous prompt is not a prefix of this one.
+        splits: cache reads and writes per caching model.
+        cost: USD per caching model.
+    """
+
+    transcript: int
+    message_index: int
+    prompt_tokens: int
+    prefix_tokens: int
+    previous_tokens: int
+    broke: bool
+    splits: dict[str, Split]
+    cost: dict[str, float]
+
+
+@dataclass(frozen=True, slots=True)
+class Retention:
+    """Tool results of the original transcript and what the model sees of them at the last call.
+
+    Attributes:
+        results: completed tool results in the transcript(s).
+        full: shown unchanged.
+        compacted: shown, shortened (content differs from the original).
+        cleared: shown as a strategy's placeholder only (``clear_tool_results``).
+        dropped: not shown at all.
+    """
+
+    results: int = 0
+    full: int = 0
+    compacted: int = 0
+    cleared: int = 0
+    dropped: int = 0
+
+    def __add__(self, other: Retention) -> Retention:
+        return Retention(
+            self.results + other.results,
+            self.full + other.full,
+            self.compacted + other.compacted,
+            self.cleared + other.cleared,
+            self.dropped + other.dropped,
+        )
+
+
+def retention(
+    sent: Sequence[Any], prompt: Sequence[Any], stats: Mapping[str, Mapping[str, Any]]
+) -> Retention:
+    """Compare the tool results of ``sent`` with what ``prompt`` shows of them.
+
+    A result whose content equals a placeholder that a strategy reported in ``stats`` (the
+    ``placeholder`` key) counts as cleared, not compacted: the model sees nothing of it.
+    """
+    placeholders = {entry["placeholder"] for entry in stats.values() if "placeholder" in entry}
+    shown = {m.get("tool_call_id"): m for m in prompt if _is_result(m)}
+    counts = {"full": 0, "compacted": 0, "cleared": 0, "dropped": 0}
+    originals = [m for m in sent if _is_result(m)]
+    for original in originals:
+        seen = shown.get(original.get("tool_call_id"))
+        if seen is None:
+            counts["dropped"] += 1
+        elif seen is original or seen.get("content") == original.get("content"):
+            counts["full"] += 1
+        elif isinstance(seen.get("content"), str) and seen["content"] in placeholders:
+            counts["cleared"] += 1
+        else:
+            counts["compacted"] += 1
+    return Retention(results=len(originals), **counts)
+
+
+def _is_result(message: Any) -> bool:
+    return isinstance(message, Mapping) and message.get("role") == "tool"
+
+
+@dataclass(frozen=True, slots=True)
+class StrategyFigures:
+    """Every call point of one strategy list, and the totals ``ctxmw replay`` shows.
+
+    Attributes:
+        name: the strategy list as given.
+        calls: per call point, in transcript order.
+        retention: tool results at each transcript's last call point (summed).
+        window: the context window ``over_window_calls`` compares with.
+    """
+
+    name: str
+    calls: list[CallFigures] = field(repr=False)
+    retention: Retention
+    window: int
+
+    @property
+    def prompt_tokens_total(self) -> int:
+        """Prompt tokens summed over every call point."""
+        return sum(c.prompt_tokens for c in self.calls)
+
+    @property
+    def prompt_tokens_peak(self) -> int:
+        """The largest prompt."""
+        return max((c.prompt_tokens for c in self.calls), default=0)
+
+    @property
+    def reuse_fraction(self) -> float:
+        """Of the tokens sent on each previous call, the share this call repeats as its prefix
+        (token-weighted over every call that has a previous one; 1.0: prompts only grew)."""
+        previous = sum(c.previous_tokens for c in self.calls)
+        return sum(c.prefix_tokens for c in self.calls) / previous if previous else 0.0
+
+    @property
+    def breaks(self) -> int:
+        """Calls whose previous prompt is not a prefix of theirs."""
+        return sum(1 for c in self.calls if c.broke)
+
+    @property
+    def over_window_calls(self) -> int:
+        """Calls whose prompt exceeds the window."""
+        return sum(1 for c in self.calls if c.prompt_tokens > self.window)
+
+    @property
+    def cost(self) -> dict[str, float]:
+        """USD per caching model, summed over every call point."""
+        return {key: sum(c.cost[key] for c in self.calls) for key in CACHING_MODELS}
+
+    def cache_tokens(self, kind: str) -> dict[str, int]:
+        """Cache ``reads`` or ``writes`` per caching model, summed over every call point."""
+        return {
+            key: sum(getattr(c.splits[key], kind) for c in self.calls) for key in CACHING_MODELS
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class ReplayResult:
+    """Everything a replay measured.
+
+    Attributes:
+        transcripts: names (paths) of the transcripts replayed, in order.
+        calls: call points replayed (summed over transcripts).
+        window: the context window in tokens.
+        prices: the model and its prices.
+        strategies: per strategy list as given; the baseline is always present.
+        baseline: the key of the baseline (``none``).
+    """
+
+    transcripts: list[str]
+    calls: int
+    window: int
+    prices: Prices
+    strategies: dict[str, StrategyFigures]
+    baseline: str
+
+    def ratio_to_baseline(self, name: str) -> dict[str, float | None]:
+        """Cost of one strategy list over the baseline's, per caching model."""
+        base = self.strategies[self.baseline].cost
+        mine = self.strategies[name].cost
+        return {key: (mine[key] / base[key] if base[key] else None) for key in CACHING_MODELS}
+
+    def to_json(self) -> dict[str, Any]:
+        """The stable machine-readable form (runtime spec, section 7), plus model and prices."""
+        return {
+            "transcripts": list(self.transcripts),
+            "calls": self.calls,
+            "window": self.window,
+            "model": self.prices.model,
+            "prices": {
+                "input": self.prices.input,
+                "cache_read": self.prices.cache_read,
+                "cache_write": self.prices.cache_write,
+                "source": dict(self.prices.source),
+            },
+            "strategies": {name: self._entry(name) for name in self.strategies},
+        }
+
+    def _entry(self, name: str) -> dict[str, Any]:
+        s = self.strategies[name]
+        return {
+            "prompt_tokens_total": s.prompt_tokens_total,
+            "prompt_tokens_peak": s.prompt_tokens_peak,
+            "reuse_fraction": round(s.reuse_fraction, 6),
+            "breaks": s.breaks,
+            "over_window_calls": s.over_window_calls,
+            "retained_full": s.retention.full,
+            "retained_compacted": s.retention.compacted,
+            "retained_cleared": s.retention.cleared,
+            "tool_results": s.retention.results,
+            "cache_read_tokens": s.cache_tokens("reads"),
+            "cache_write_tokens": s.cache_tokens("writes"),
+            "cost": {key: round(value, 6) for key, value in s.cost.items()},
+            "cost_ratio_to_none": {
+                key: None if value is None else round(value, 6)
+                for key, value in self.ratio_to_baseline(name).items()
+            },
+        }

@@ -1,0 +1,212 @@
+"""Replay recorded transcripts call by call through strategy lists, without calling any model.
+
+A call point is the transcript just before each assistant message: what the agent sent to get
+that message. At every call point each strategy list is applied to the transcript so far (a fresh
+:class:`~ctxmw.types.StrategyContext`, no save_file), exactly as the wrapper would, and the prompt
+is measured: tokens sent, the common prefix with the previous call's prompt, what each caching
+model reads from and writes to the cache, and the cost at one model's prices (see
+:mod:`ctxmw._replay_caching` for the caching models and where prices come from). ``none`` is
+always replayed: it is the baseline of every ratio.
+
+Token counts are litellm's (the model's tokenizer) unless another counter is passed; each distinct
+message is counted once for the whole replay, whatever strategy list produced it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
+
+from ctxmw._chain import NamedStrategy, apply_strategies, resolve_strategies
+from ctxmw._replay_caching import (
+    CACHING_MODELS,
+    MARKING_MODEL,
+    Prices,
+    auto_split,
+    body_tokens,
+    breakpoint_minimum,
+    breakpoints_split,
+    end_breakpoint_split,
+    model_prices,
+)
+from ctxmw._replay_figures import CallFigures, ReplayResult, Retention, StrategyFigures, retention
+from ctxmw._replay_load import load_transcript, synthetic_name
+from ctxmw._synthetic import synthetic_transcript
+from ctxmw._tokens import input_window
+from ctxmw.errors import UsageError
+from ctxmw.settings import Settings, resolve_settings
+from ctxmw.strategies.cache_breakpoints import cache_breakpoints
+from ctxmw.telemetry.canonical import canonical_bytes
+from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
+from ctxmw.telemetry.prefix import PrefixTracker
+from ctxmw.telemetry.rules import uses_breakpoints
+from ctxmw.types import Message, Messages, StrategyContext
+
+__all__ = [
+    "CACHING_MODELS",
+    "DEFAULT_MODEL",
+    "DEFAULT_STRATEGY_LISTS",
+    "CallFigures",
+    "Prices",
+    "ReplayResult",
+    "Retention",
+    "StrategyFigures",
+    "call_points",
+    "load_transcript",
+    "replay",
+    "synthetic_name",
+    "synthetic_transcript",
+]
+
+DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
+"""Priced by litellm with input, cache-read and cache-write prices."""
+DEFAULT_STRATEGY_LISTS = (
+    "none",
+    "shorten_tools",
+    "shorten_tools_epoch",
+    "shorten_tools_epoch_increment",
+    "clear_tool_results",
+)
+BASELINE = "none"
+_MARK: list[NamedStrategy] = [("cache_breakpoints", cache_breakpoints)]
+
+
+async def replay(
+    transcripts: Mapping[str, Sequence[Message]] | Sequence[Sequence[Message]],
+    strategy_lists: Iterable[str | Sequence[str]] = DEFAULT_STRATEGY_LISTS,
+    *,
+    model: str = DEFAULT_MODEL,
+    window: int | None = None,
+    counter: TokenCounter | None = None,
+    settings: Settings | Mapping[str, Any] | None = None,
+) -> ReplayResult:
+    """Replay ``transcripts`` through each strategy list and measure every call point.
+
+    Args:
+        transcripts: message lists, or a mapping of names (paths) to message lists.
+        strategy_lists: each a comma-separated string (``"shorten_tools_epoch,cache_breakpoints"``)
+            or a list of names; ``"none"`` (the baseline) is added when missing.
+        model: the litellm model whose prices (and tokenizer) are used for all caching models.
+        window: the context window for ``over_window_calls``; default: the model's input window.
+        counter: counts tokens; default litellm's ``token_counter`` (``ApproxCounter`` is fast).
+        settings: strategy settings (a ``Settings`` or overrides); default: the environment.
+
+    Raises:
+        UsageError: an unknown strategy, an unpriced model, or no call point at all.
+    """
+    named = _named(transcripts)
+    calls = sum(len(call_points(messages)) for messages in named.values())
+    if calls == 0:
+        raise UsageError(
+            "The transcripts hold no call point (no assistant message); nothing to replay."
+        )
+    resolved = resolve_settings(settings)
+    lists = _with_baseline([_spec_name(spec) for spec in strategy_lists])
+    chains = {name: resolve_strategies(name, resolved) for name in lists}
+    prices = model_prices(model)
+    shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
+    run = _Run(model, window or input_window(model), prices, shared, resolved)
+    figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
+    return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE)
+
+
+def call_points(messages: Sequence[Any]) -> list[int]:
+    """Indices of the assistant messages after the first message: ``messages[:i]`` was sent."""
+    return [
+        i
+        for i, msg in enumerate(messages)
+        if i > 0 and isinstance(msg, Mapping) and msg.get("role") == "assistant"
+    ]
+
+
+@dataclasses.dataclass(slots=True)
+class _Run:
+    model: str
+    window: int
+    prices: Prices
+    counter: TokenCounter
+    settings: Settings
+
+    async def strategy_list(
+        self, name: str, chain: list[NamedStrategy], transcripts: Mapping[str, Messages]
+    ) -> StrategyFigures:
+        calls: list[CallFigures] = []
+        kept = Retention()
+        for t, messages in enumerate(transcripts.values()):
+            kept += await self._transcript(t, messages, chain, calls)
+        return StrategyFigures(name, calls, kept, self.window)
+
+    async def _transcript(
+        self, t: int, messages: Messages, chain: list[NamedStrategy], out: list[CallFigures]
+    ) -> Retention:
+        plain, marked = PrefixTracker(self.counter), PrefixTracker(self.counter)
+        marker = self.model if uses_breakpoints(self.model) else MARKING_MODEL
+        minimum = breakpoint_minimum(self.model)
+        previous = 0
+        last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
+        for point in call_points(messages):
+            ctx = StrategyContext(settings=self.settings, model=self.model)
+            sent = messages[:point]
+            prompt = await apply_strategies(sent, chain, ctx)
+            # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.
+            with_marks = await apply_strategies(
+                prompt, _MARK, dataclasses.replace(ctx, model=marker)
+            )
+            r = plain.observe(self.model, prompt)
+            m = marked.observe(self.model, with_marks)
+            body = body_tokens(r)
+            splits = {
+                "auto": auto_split(r),
+                "breakpoints": breakpoints_split(m, with_marks, minimum),
+                "end_breakpoint": end_breakpoint_split(r, body, minimum),
+            }
+            cost = {key: self.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
+            out.append(
+                CallFigures(
+                    t, point, r.prompt_tokens, r.prefix_tokens, previous, r.broke, splits, cost
+                )
+            )
+            previous = body
+            last = (sent, prompt, ctx.stats)
+        return retention(*last) if last is not None else Retention()
+
+
+class _SharedCounts:
+    """One count per distinct message for the whole replay, whatever tracker asks."""
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._tokens: dict[bytes, int] = {}
+
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        key = canonical_bytes(message)
+        tokens = self._tokens.get(key)
+        if tokens is None:
+            tokens = self._tokens[key] = self._counter.message_tokens(model, message)
+        return tokens
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        return self._counter.tools_tokens(model, tools, has_system)
+
+    def overhead_tokens(self, model: str) -> int:
+        return self._counter.overhead_tokens(model)
+
+
+def _named(
+    transcripts: Mapping[str, Sequence[Message]] | Sequence[Sequence[Message]],
+) -> dict[str, Messages]:
+    if isinstance(transcripts, Mapping):
+        return {str(name): list(messages) for name, messages in transcripts.items()}
+    return {f"transcript {i}": list(messages) for i, messages in enumerate(transcripts, start=1)}
+
+
+def _spec_name(spec: str | Sequence[str]) -> str:
+    if isinstance(spec, str):
+        return spec.strip() or BASELINE
+    return ",".join(spec) or BASELINE
+
+
+def _with_baseline(names: list[str]) -> list[str]:
+    unique = list(dict.fromkeys(names))
+    return unique if BASELINE in unique else [BASELINE, *unique]

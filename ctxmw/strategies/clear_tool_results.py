@@ -1,0 +1,163 @@
+"""``clear_tool_results``: the peer baseline, LangChain's ``ClearToolUsesEdit`` by name.
+
+The same behaviour as LangChain's ``ClearToolUsesEdit`` and Anthropic's server-side
+``clear_tool_uses_20250919`` context edit: once the prompt exceeds ``trigger`` tokens, every tool
+result except the newest ``keep`` is replaced by ``placeholder``. It is recomputed on every call
+from the full-fidelity transcript, so once triggered the cleared boundary moves with every new
+result and the prompt prefix breaks on (almost) every call: ``ctxmw replay`` shows what that costs
+next to the epoch strategies.
+
+Details, as in LangChain's implementation:
+
+- The trigger compares the tokens of the messages this strategy receives (``> trigger``, not
+  ``>=``); tool definitions are not counted.
+- ``keep`` counts the newest completed calls whatever their tool, excluded tools included; results
+  of ``exclude_tools`` are never cleared.
+- A cleared result keeps its ``tool_call_id`` (and every other key): pairs are never broken.
+  Material that does not pair (an orphaned result) is left alone.
+- ``clear_tool_inputs``: the cleared call's ``arguments`` become ``"{}"`` (LangChain sets the
+  parsed ``args`` to ``{}``; Anthropic clears the ``tool_use`` input).
+
+Not copied: LangChain's ``clear_at_least`` (stop clearing once enough tokens were reclaimed),
+which is deprecated there. The default placeholder is LangChain's ``"[cleared]"``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxmw._registry import register_strategy
+from ctxmw._tokens import Counter, count_message, default_counter
+from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.settings import Settings
+from ctxmw.types import Message, Messages, StrategyContext
+
+__all__ = ["ClearToolResults", "clear_tool_results"]
+
+CLEARED_ARGUMENTS = "{}"
+"""What a cleared call's ``arguments`` become with ``clear_tool_inputs``."""
+
+
+@dataclass(frozen=True, slots=True)
+class _Options:
+    keep: int
+    trigger: int
+    exclude_tools: frozenset[str]
+    placeholder: str
+    clear_tool_inputs: bool
+
+
+class ClearToolResults:
+    """Replace every tool result but the newest ``keep`` once the prompt exceeds ``trigger``.
+
+    Each option left as None comes from the call's settings (``clear_tool_results_*``).
+
+    Args:
+        keep: newest tool results never cleared (default 3).
+        trigger: clear once the prompt exceeds this many tokens (default 100,000).
+        exclude_tools: tool names whose results are never cleared.
+        placeholder: the text that replaces a cleared result (default ``"[cleared]"``).
+        clear_tool_inputs: also replace a cleared call's arguments with ``"{}"``.
+        counter: text -> tokens; default ``litellm.token_counter`` for the call's model. Pass
+            the same function object on every call: counts are memoised per counter.
+    """
+
+    def __init__(
+        self,
+        *,
+        keep: int | None = None,
+        trigger: int | None = None,
+        exclude_tools: Collection[str] | None = None,
+        placeholder: str | None = None,
+        clear_tool_inputs: bool | None = None,
+        counter: Counter | None = None,
+    ) -> None:
+        self.keep = keep
+        self.trigger = trigger
+        self.exclude_tools = None if exclude_tools is None else frozenset(exclude_tools)
+        self.placeholder = placeholder
+        self.clear_tool_inputs = clear_tool_inputs
+        self.counter = counter
+
+    def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
+        """Return ``messages`` with old tool results cleared, or unchanged under the trigger."""
+        opts = self._options(ctx.settings)
+        stats: dict[str, Any] = {"triggered": False, "cleared": 0, "placeholder": opts.placeholder}
+        ctx.stats["clear_tool_results"] = stats
+        index = index_tools(messages)
+        if len(index.calls) <= opts.keep:
+            return messages
+        counter = self.counter if self.counter is not None else default_counter(ctx.model)
+        if not _exceeds(messages, opts.trigger, counter):
+            return messages
+        stats["triggered"] = True
+        out, stats["cleared"] = _clear(messages, index, opts)
+        return out
+
+    def _options(self, s: Settings) -> _Options:
+        return _Options(
+            keep=s.clear_tool_results_keep if self.keep is None else max(self.keep, 0),
+            trigger=s.clear_tool_results_trigger if self.trigger is None else self.trigger,
+            exclude_tools=frozenset(s.clear_tool_results_exclude_tools)
+            if self.exclude_tools is None
+            else self.exclude_tools,
+            placeholder=s.clear_tool_results_placeholder
+            if self.placeholder is None
+            else self.placeholder,
+            clear_tool_inputs=s.clear_tool_results_clear_tool_inputs
+            if self.clear_tool_inputs is None
+            else self.clear_tool_inputs,
+        )
+
+
+clear_tool_results = register_strategy("clear_tool_results")(ClearToolResults())
+"""The registered instance: ``prompt_strategies="clear_tool_results"``."""
+
+
+def _exceeds(messages: Sequence[Any], trigger: int, counter: Counter) -> bool:
+    """Whether the messages hold more than ``trigger`` tokens (stops counting once they do)."""
+    total = 0
+    for message in messages:
+        total += count_message(message, counter)
+        if total > trigger:
+            return True
+    return False
+
+
+def _clear(messages: Messages, index: ToolIndex, opts: _Options) -> tuple[Messages, int]:
+    """The prompt with the old results cleared, and how many results changed."""
+    candidates = index.calls[: len(index.calls) - opts.keep]
+    out = list(messages)
+    cleared = 0
+    inputs: dict[int, set[str]] = {}
+    for call in candidates:
+        if call.name in opts.exclude_tools:
+            continue
+        result = messages[call.result_index]
+        if result.get("content") != opts.placeholder:
+            out[call.result_index] = {**result, "content": opts.placeholder}
+            cleared += 1
+        if opts.clear_tool_inputs:
+            inputs.setdefault(call.call_index, set()).add(call.id)
+    for i, ids in inputs.items():
+        out[i] = _without_arguments(messages[i], ids)
+    return out, cleared
+
+
+def _without_arguments(message: Message, ids: set[str]) -> Message:
+    """A copy of an assistant message whose calls in ``ids`` have ``"{}"`` as arguments."""
+    calls = []
+    changed = False
+    for tc in message["tool_calls"]:
+        fn = tc.get("function") if isinstance(tc, dict) else None
+        if (
+            isinstance(fn, dict)
+            and tc.get("id") in ids
+            and fn.get("arguments") != CLEARED_ARGUMENTS
+        ):
+            tc = {**tc, "function": {**fn, "arguments": CLEARED_ARGUMENTS}}
+            changed = True
+        calls.append(tc)
+    return {**message, "tool_calls": calls} if changed else message

@@ -1,0 +1,244 @@
+"""ctxmw replay: end to end on a synthetic run, figures consistent with each other and by hand."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import itertools
+import json
+import os
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from ctxmw import Settings
+from ctxmw._chain import apply_strategies, resolve_strategies
+from ctxmw._replay_caching import model_prices
+from ctxmw._synthetic import synthetic_transcript
+from ctxmw.cli import main
+from ctxmw.errors import UsageError
+from ctxmw.replay import DEFAULT_MODEL, ReplayResult, call_points, load_transcript, replay
+from ctxmw.telemetry.canonical import canonical_bytes
+from ctxmw.telemetry.counters import ApproxCounter
+from ctxmw.types import Messages, StrategyContext
+
+LISTS = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
+KEYS = {
+    "prompt_tokens_total",
+    "prompt_tokens_peak",
+    "reuse_fraction",
+    "breaks",
+    "over_window_calls",
+    "retained_full",
+    "retained_compacted",
+    "cost",
+    "cost_ratio_to_none",
+}
+MODELS = {"auto", "breakpoints", "end_breakpoint"}
+# Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
+SMALL = {
+    "epoch_tool_call_threshold": 10,
+    "epoch_size": 4,
+    "epoch_full_tool_calls": 3,
+    "epoch_compacted_tool_calls": 6,
+    "clear_tool_results_trigger": 3000,
+}
+
+
+@pytest.fixture(scope="module")
+def cli_json() -> dict[str, Any]:
+    """``ctxmw replay --synthetic 60 --json --fast`` run in-process, parsed."""
+    out = io.StringIO()
+    with pytest.MonkeyPatch.context() as mp, contextlib.redirect_stdout(out):
+        for key in [k for k in os.environ if k.startswith("CTXMW_")]:
+            mp.delenv(key)
+        assert main(["replay", "--synthetic", "60", "--json", "--fast"]) == 0
+    parsed: dict[str, Any] = json.loads(out.getvalue())
+    return parsed
+
+
+@pytest.fixture(scope="module")
+def small() -> tuple[Messages, ReplayResult]:
+    """A 40-call synthetic run through every default list, with small epochs."""
+    messages = synthetic_transcript(40, seed=3)
+    result = anyio.run(
+        lambda: replay(
+            [messages], [*LISTS, "clear_tool_results"], settings=SMALL, counter=ApproxCounter()
+        )
+    )
+    return messages, result
+
+
+def test_json_has_the_documented_keys(cli_json: dict[str, Any]) -> None:
+    assert {"transcripts", "calls", "window", "strategies"} <= set(cli_json)
+    assert cli_json["transcripts"] == ["synthetic:60:seed=0"]
+    assert cli_json["calls"] == len(call_points(synthetic_transcript(60)))
+    assert cli_json["window"] == 200_000
+    assert list(cli_json["strategies"]) == ["none", *LISTS, "clear_tool_results"]
+    for entry in cli_json["strategies"].values():
+        assert set(entry) >= KEYS
+        assert set(entry["cost"]) == set(entry["cost_ratio_to_none"]) == MODELS
+
+
+def test_none_reuses_everything_and_is_the_baseline(cli_json: dict[str, Any]) -> None:
+    none = cli_json["strategies"]["none"]
+    assert none["reuse_fraction"] == 1.0
+    assert none["breaks"] == 0
+    assert none["cost_ratio_to_none"] == dict.fromkeys(MODELS, 1.0)
+    assert none["retained_full"] == none["tool_results"] == 60
+
+
+def test_cli_figures_are_consistent(cli_json: dict[str, Any]) -> None:
+    p = model_prices(DEFAULT_MODEL)
+    base = cli_json["strategies"]["none"]["cost"]
+    for entry in cli_json["strategies"].values():
+        total = entry["prompt_tokens_total"]
+        assert 0 < entry["prompt_tokens_peak"] <= total
+        assert 0.0 <= entry["reuse_fraction"] <= 1.0
+        kept = entry["retained_full"] + entry["retained_compacted"] + entry["retained_cleared"]
+        assert kept <= entry["tool_results"]
+        for key in MODELS:
+            assert total * p.cache_read <= entry["cost"][key] <= total * p.cache_write
+            assert entry["cost_ratio_to_none"][key] == pytest.approx(
+                entry["cost"][key] / base[key], rel=1e-4
+            )
+        assert entry["cost"]["auto"] <= total * p.input
+
+
+def test_totals_are_sums_of_the_per_call_figures(small: tuple[Messages, ReplayResult]) -> None:
+    messages, result = small
+    for s in result.strategies.values():
+        assert len(s.calls) == len(call_points(messages)) == result.calls
+        assert s.prompt_tokens_total == sum(c.prompt_tokens for c in s.calls)
+        assert s.prompt_tokens_peak == max(c.prompt_tokens for c in s.calls)
+        assert s.breaks == sum(c.broke for c in s.calls)
+        for key, cost in s.cost.items():
+            assert cost == pytest.approx(sum(c.cost[key] for c in s.calls))
+        for c in s.calls:
+            assert c.prefix_tokens <= c.prompt_tokens
+            assert all(split.reads + split.writes <= c.prompt_tokens for split in c.splits.values())
+            if c.broke:
+                assert c.splits["end_breakpoint"].reads == 0
+    none = result.strategies["none"].calls
+    assert all(c.prefix_tokens == c.previous_tokens for c in none)
+
+
+async def _epoch_changes(messages: Messages, name: str) -> int:
+    s = Settings(**SMALL)
+    keys = []
+    for point in call_points(messages):
+        ctx = StrategyContext(settings=s, model=DEFAULT_MODEL)
+        await apply_strategies(messages[:point], resolve_strategies(name, s), ctx)
+        stats = ctx.stats.get(name)
+        keys.append(
+            None if stats is None else (stats["pinned"], stats["truncate_to"] - stats["keep_full"])
+        )
+    return sum(1 for a, b in itertools.pairwise(keys) if a != b)
+
+
+@pytest.mark.anyio
+@pytest.mark.parametrize("name", ["shorten_tools_epoch", "shorten_tools_epoch_increment"])
+async def test_epoch_strategies_break_only_when_the_epoch_changes(
+    small: tuple[Messages, ReplayResult], name: str
+) -> None:
+    messages, result = small
+    changes = await _epoch_changes(messages, name)
+    assert changes > 2
+    assert result.strategies[name].breaks == changes
+
+
+def test_retention_counts_full_compacted_and_cleared(small: tuple[Messages, ReplayResult]) -> None:
+    _, result = small
+    assert result.strategies["none"].retention.full == 40
+    cleared = result.strategies["clear_tool_results"].retention
+    assert (cleared.full, cleared.compacted, cleared.cleared) == (3, 0, 37)
+    epoch = result.strategies["shorten_tools_epoch"].retention
+    assert epoch.compacted > 0
+    assert epoch.dropped == 40 - epoch.full - epoch.compacted > 0
+
+
+def _two_calls() -> Messages:
+    text = "word " * 1500
+    return [
+        {"role": "system", "content": text},
+        {"role": "user", "content": "go"},
+        {"role": "assistant", "content": "first"},
+        {"role": "user", "content": text + "more"},
+        {"role": "assistant", "content": "second"},
+    ]
+
+
+@pytest.mark.anyio
+async def test_cost_matches_a_hand_computation() -> None:
+    messages = _two_calls()
+    result = await replay([messages], ["none"], counter=ApproxCounter())
+    p = model_prices(DEFAULT_MODEL)
+    size = [len(canonical_bytes(m)) // 4 for m in messages]
+    b1, b2 = sum(size[:2]), sum(size[:4])
+    assert [c.prompt_tokens for c in result.strategies["none"].calls] == [b1, b2]
+    auto = b1 * p.input + (b2 - b1 // 128 * 128) * p.input + b1 // 128 * 128 * p.cache_read
+    marks = b1 * p.cache_write + b1 * p.cache_read + (b2 - b1) * p.cache_write
+    expected = {"auto": auto, "breakpoints": marks, "end_breakpoint": marks}
+    assert result.strategies["none"].cost == pytest.approx(expected)
+
+
+@pytest.mark.anyio
+async def test_a_save_file_and_a_json_list_replay_the_same(tmp_path: Path) -> None:
+    messages = synthetic_transcript(8, seed=1)
+    jsonl, listed = tmp_path / "agent.jsonl", tmp_path / "agent.json"
+    jsonl.write_text("".join(json.dumps(m) + "\n" for m in messages))
+    listed.write_text(json.dumps(messages))
+    dataset = tmp_path / "runs.jsonl"
+    dataset.write_text(json.dumps({"messages": messages}) + "\n" + json.dumps(messages) + "\n")
+    loaded = [await load_transcript(p) for p in (jsonl, listed, dataset)]
+    assert [list(d.values()) for d in loaded] == [[messages], [messages], [messages, messages]]
+    assert list(loaded[2]) == [f"{dataset}:1", f"{dataset}:2"]
+    a, b = [(await replay(d, LISTS, counter=ApproxCounter())).to_json() for d in loaded[:2]]
+    assert a["strategies"] == b["strategies"]
+
+
+def test_strategy_lists_are_split_on_semicolons_and_repeats(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    argv = ["replay", "--synthetic", "5", "--fast", "--json"]
+    lists = [
+        "--strategies",
+        "shorten_tools,cache_breakpoints; shorten_tools_epoch",
+        "--strategies",
+        "none",
+    ]
+    assert main([*argv, *lists]) == 0
+    names = list(json.loads(capsys.readouterr().out)["strategies"])
+    assert names == ["shorten_tools,cache_breakpoints", "shorten_tools_epoch", "none"]
+
+
+def test_table_shows_retention_beside_cost(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--synthetic", "5", "--fast", "--strategies", "shorten_tools"]) == 0
+    out = capsys.readouterr().out
+    header = next(line for line in out.splitlines() if line.startswith("strategies"))
+    assert "cost end_breakpoint  full  compacted  cleared" in header
+    assert [line.split()[0] for line in out.splitlines()[3:5]] == ["none", "shorten_tools"]
+
+
+def test_unknown_strategy_and_missing_input_are_usage_errors(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["replay", "--synthetic", "5", "--fast", "--strategies", "nope"]) == 2
+    assert "'nope'" in capsys.readouterr().err
+    assert main(["replay"]) == 2
+    assert "--synthetic" in capsys.readouterr().err
+
+
+def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    png = tmp_path / "replay.png"
+    argv = ["replay", "--synthetic", "5", "--fast", "--strategies", "none", "--plot", str(png)]
+    assert main(argv) == 0
+    assert png.read_bytes().startswith(b"\x89PNG")
+
+
+@pytest.mark.anyio
+async def test_a_transcript_without_call_points_is_a_usage_error() -> None:
+    with pytest.raises(UsageError, match="no call point"):
+        await replay([[{"role": "user", "content": "hi"}]], counter=ApproxCounter())
