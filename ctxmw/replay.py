@@ -80,6 +80,7 @@ async def replay(
     window: int | None = None,
     counter: TokenCounter | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
+    tools: Sequence[Mapping[str, Any]] | None = None,
 ) -> ReplayResult:
     """Replay ``transcripts`` through each strategy list and measure every call point.
 
@@ -91,6 +92,7 @@ async def replay(
         window: the context window for ``over_window_calls``; default: the model's input window.
         counter: counts tokens; default litellm's ``token_counter`` (``ApproxCounter`` is fast).
         settings: strategy settings (a ``Settings`` or overrides); default: the environment.
+        tools: the tool definitions the agent sent with every call (they lead every prompt).
 
     Raises:
         UsageError: an unknown strategy, an unpriced model, or no call point at all.
@@ -106,7 +108,7 @@ async def replay(
     chains = {name: resolve_strategies(name, resolved) for name in lists}
     prices = model_prices(model)
     shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
-    run = _Run(model, window or input_window(model), prices, shared, resolved)
+    run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE)
 
@@ -127,6 +129,7 @@ class _Run:
     prices: Prices
     counter: TokenCounter
     settings: Settings
+    tools: Sequence[Mapping[str, Any]] | None = None
 
     async def strategy_list(
         self, name: str, chain: list[NamedStrategy], transcripts: Mapping[str, Messages]
@@ -153,8 +156,8 @@ class _Run:
             with_marks = await apply_strategies(
                 prompt, _MARK, dataclasses.replace(ctx, model=marker)
             )
-            r = plain.observe(self.model, prompt)
-            m = marked.observe(self.model, with_marks)
+            r = plain.observe(self.model, prompt, self.tools)
+            m = marked.observe(self.model, with_marks, self.tools)
             body = body_tokens(r)
             splits = {
                 "auto": auto_split(r),

@@ -6,12 +6,16 @@ import json
 from pathlib import Path
 from typing import Any
 
+import anyio
 import pytest
 
 import ctxmw
+from ctxmw._tool_schema import ToolSet
 from ctxmw.cli import main
 from ctxmw.demo._provider import SimulatedProvider
+from ctxmw.demo._run import SIMULATED_MODEL
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
+from ctxmw.replay import replay
 from ctxmw.telemetry.counters import ApproxCounter
 
 ROOT = Path(ctxmw.__file__).parent
@@ -112,3 +116,22 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert f"{reported:,}" in rows[name]
         ctxmw.validate([json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()])
     assert (out / "cache.png").stat().st_size > 10_000
+    check_replay_agrees(out, "shorten_tools_epoch_increment")
+
+
+def check_replay_agrees(out: Path, name: str) -> None:
+    """Replay's expected reads for the demo's transcript, call by call, are what was reported."""
+    box = ToolBox(ROOT)
+    tools = ToolSet.build([box.list_files, box.read_file, box.grep]).schemas
+    transcript = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
+    settings = {"cache_rule": "openai"}
+    result = anyio.run(
+        lambda: replay(
+            {name: transcript}, [name], model=SIMULATED_MODEL, tools=tools, settings=settings
+        )
+    )
+    ledger = [json.loads(x) for x in (out / f"{name}.ledger.jsonl").read_text().splitlines()]
+    calls = result.strategies[name].calls
+    assert len(calls) == len(ledger)
+    for call, record in zip(calls, ledger, strict=True):
+        assert call.splits["auto"].reads == record["cache_read_tokens"]
