@@ -62,7 +62,8 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
     lines = [
         f"cached (provider): prompt tokens the {label} reported as read from its cache; "
         "cached (ctxmw): what ctxmw expected it to read, from what was sent.",
-        "results: tool results the model still saw at the last call (full / compacted / all).",
+        "results: the tool results the model still saw at the last call: full / compacted / "
+        "cleared to a placeholder / all of them.",
         f"files in {out}/: one transcript (*.jsonl) and one ledger (*.ledger.jsonl) per row",
     ]
     plot = out / "cache.png"

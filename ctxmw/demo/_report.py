@@ -19,7 +19,7 @@ COLUMNS = (
     "cached (ctxmw)",
     "hit rate",
     "cost",
-    "results full/compacted/total",
+    "results full/compacted/cleared/total",
 )
 
 
@@ -44,7 +44,7 @@ def _cells(row: DemoRow) -> tuple[str, ...]:
         f"{row.cached_expected:,}",
         f"{row.hit_rate:.1%}",
         cost,
-        f"{row.results_full}/{row.results_compacted}/{row.results_total}",
+        f"{row.results_full}/{row.results_compacted}/{row.results_cleared}/{row.results_total}",
     )
 
 

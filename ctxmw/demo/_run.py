@@ -11,15 +11,17 @@ from typing import Any
 import anyio
 
 import ctxmw
-from ctxmw._chain import prepare_prompt
+from ctxmw._chain import apply_strategies, resolve_strategies
 from ctxmw._litellm import load_litellm
 from ctxmw._registry import list_strategies
+from ctxmw._replay_figures import Retention, retention
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
 from ctxmw.session import Session
+from ctxmw.settings import Settings
 from ctxmw.telemetry import CallRecord
 from ctxmw.telemetry.counters import LiteLLMCounter
-from ctxmw.types import Messages
+from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "run_demo"]
 
@@ -51,6 +53,7 @@ class DemoRow:
     cost_usd: float | None
     results_full: int
     results_compacted: int
+    results_cleared: int
     results_total: int
 
     @property
@@ -158,7 +161,7 @@ async def _run_one(
         **target.kwargs,
     )
     await session.ask(TASK)
-    full, compacted, total = await _retention(session.messages, spec)
+    kept = await _retention(session.messages, spec)
     return DemoRow(
         strategies=spec,
         calls=len(records),
@@ -167,20 +170,20 @@ async def _run_one(
         cached_reported=sum(r.cache_read_tokens for r in records),
         cached_expected=sum(r.expected_cached_tokens for r in records),
         cost_usd=_cost(records),
-        results_full=full,
-        results_compacted=compacted,
-        results_total=total,
+        results_full=kept.full,
+        results_compacted=kept.compacted,
+        results_cleared=kept.cleared,
+        results_total=kept.results,
     )
 
 
-async def _retention(transcript: Messages, spec: str) -> tuple[int, int, int]:
-    """Tool results the model saw at the last call: full, compacted, and how many exist."""
+async def _retention(transcript: Messages, spec: str) -> Retention:
+    """What the model saw of the tool results at the last call (see ``ctxmw.replay``)."""
     last = max(i for i, m in enumerate(transcript) if m.get("role") == "assistant")
-    prompt = await prepare_prompt(transcript[:last], spec)
-    originals = {m["tool_call_id"]: m for m in transcript if m.get("role") == "tool"}
-    shown = [m for m in prompt if m.get("role") == "tool"]
-    full = sum(1 for m in shown if m.get("content") == originals[m["tool_call_id"]].get("content"))
-    return full, len(shown) - full, len(originals)
+    resolved = Settings()
+    ctx = StrategyContext(settings=resolved)
+    prompt = await apply_strategies(transcript[:last], resolve_strategies(spec, resolved), ctx)
+    return retention(transcript[:last], prompt, ctx.stats)
 
 
 def _cost(records: Sequence[CallRecord]) -> float | None:
