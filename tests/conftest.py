@@ -1,4 +1,8 @@
-"""Shared fixtures: asyncio as the anyio backend, and no CTXMW_* variables leaking in."""
+"""Shared fixtures: asyncio as the anyio backend, and no CTXMW_* variables leaking in.
+
+Also the opt-in of the live tier (``tests/live``): tests marked ``live`` are skipped unless
+pytest runs with ``--live``.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +16,41 @@ import pytest
 import ctxmw  # noqa: F401
 from ctxmw.settings import Settings
 from ctxmw.types import Messages, StrategyContext
+
+LIVE_API_BASE = "http://127.0.0.1:8011/v1"
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("ctxmw live tier")
+    group.addoption(
+        "--live",
+        action="store_true",
+        help="run the tests marked live against a real prefix-caching server "
+        "(start one: bash ../shared/tools/local-llm.sh start)",
+    )
+    group.addoption(
+        "--live-api-base",
+        default=os.environ.get("CTXMW_LIVE_API_BASE", LIVE_API_BASE),
+        help=f"the live server's OpenAI-compatible base URL (env CTXMW_LIVE_API_BASE, "
+        f"default {LIVE_API_BASE})",
+    )
+    group.addoption(
+        "--live-require-server",
+        action="store_true",
+        help="with --live: an unreachable server fails the live tests instead of skipping them "
+        "(.ci/run passes it once it has started the server)",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("--live"):
+        return
+    skip = pytest.mark.skip(
+        reason="live tier: opt in with --live (bash ../shared/tools/local-llm.sh start first)"
+    )
+    for item in items:
+        if "live" in item.keywords:
+            item.add_marker(skip)
 
 
 @pytest.fixture

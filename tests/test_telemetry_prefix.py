@@ -2,13 +2,23 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 import litellm
+import pytest
 
-from ctxmw.telemetry import ApproxCounter, PrefixTracker, canonical_bytes, common_prefix_length
+from ctxmw.telemetry import (
+    ApproxCounter,
+    LiteLLMCounter,
+    PrefixTracker,
+    canonical_bytes,
+    common_prefix_length,
+)
+from ctxmw.telemetry.counters import template_tools_tokens
 from ctxmw.telemetry.marks import with_mark
+from ctxmw.telemetry.prefix import shared_text
 from tests._synthetic import TOOLS, session
 
 
@@ -106,3 +116,75 @@ def test_common_prefix_length() -> None:
     assert common_prefix_length([b"a", b"b"], [b"a", b"x", b"c"]) == 1
     assert common_prefix_length([b"a", b"b", b"c"], [b"a", b"b"]) == 2
     assert common_prefix_length([], [b"a"]) == 0
+
+
+NOTICE = "[Context note] Older tool activity was compacted: {n} messages are shortened."
+
+
+def _with_notice(messages: list[dict[str, Any]], n: int) -> list[dict[str, Any]]:
+    return [*messages[:2], {"role": "user", "content": NOTICE.format(n=n)}, *messages[2:]]
+
+
+def test_an_edited_message_credits_its_unchanged_leading_words() -> None:
+    messages, _ = session(4)
+    counter = ApproxCounter(bytes_per_token=1)
+    tracker = PrefixTracker(counter)
+    tracker.observe("m", _with_notice(messages, 6), None)
+    result = tracker.observe("m", _with_notice(messages, 10), None)
+    shared = "[Context note] Older tool activity was compacted:"
+    assert (result.broke, result.first_diff) == (True, 2)
+    assert result.partial_tokens == len(f'"{shared}"') - len('""')
+    assert result.prefix_tokens == sum(counter.message_tokens("m", m) for m in messages[:2])
+
+
+def test_no_partial_credit_across_roles_tools_or_without_a_break() -> None:
+    messages, _ = session(4)
+    tracker = PrefixTracker(ApproxCounter())
+    tracker.observe("m", _with_notice(messages, 6), TOOLS)
+    same = tracker.observe(
+        "m", [*_with_notice(messages, 6), {"role": "user", "content": "x"}], TOOLS
+    )
+    more_tools = [*TOOLS, {"type": "function", "function": {"name": "x"}}]
+    other_tools = tracker.observe("m", _with_notice(messages, 10), more_tools)
+    other_role = tracker.observe(
+        "m", [*messages[:2], {"role": "assistant", "content": NOTICE}, *messages[2:]], more_tools
+    )
+    assert [same.partial_tokens, other_tools.partial_tokens, other_role.partial_tokens] == [0] * 3
+    assert other_role.broke
+
+
+@pytest.mark.parametrize(
+    ("previous", "current", "shared"),
+    [
+        ("alpha beta gamma", "alpha beta delta", "alpha beta"),
+        ("alpha beta", "alpha beta gamma", "alpha beta"),
+        ("line one\nline two", "line one\nline 2x", "line one\nline"),
+        ("abc", "xyz", ""),
+        ("nospaceshere1", "nospaceshere2", ""),
+    ],
+)
+def test_shared_text_stops_at_a_word_boundary(previous: str, current: str, shared: str) -> None:
+    a, b = {"role": "user", "content": previous}, {"role": "user", "content": current}
+    assert shared_text(a, b) == shared
+    assert shared_text(a, {"role": "tool", "content": current}) == ""
+    assert shared_text({"role": "user", "content": None}, b) == ""
+
+
+def test_self_hosted_templates_count_the_tools_as_their_json_text() -> None:
+    messages, _ = session(3)
+    counter = ApproxCounter(bytes_per_token=1)
+    openai_style = PrefixTracker(counter).observe("m", messages, TOOLS)
+    template = PrefixTracker(counter).observe("m", messages, TOOLS, template_tools=True)
+    text = "\n".join(json.dumps(tool) for tool in TOOLS)
+    assert template.tools_tokens == len(json.dumps(text)) - len('""')
+    assert template.tools_tokens == template_tools_tokens(counter, "m", TOOLS)
+    assert template.prompt_tokens - openai_style.prompt_tokens == (
+        template.tools_tokens - openai_style.tools_tokens
+    )
+
+
+def test_litellm_counts_template_tools_at_about_twice_its_openai_tool_format() -> None:
+    counter = LiteLLMCounter()
+    openai_style = counter.tools_tokens("openai/local-model", TOOLS, True)
+    template = template_tools_tokens(counter, "openai/local-model", TOOLS)
+    assert template > 1.5 * openai_style

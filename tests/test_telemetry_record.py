@@ -12,6 +12,7 @@ import pytest
 
 from ctxmw.settings import Settings
 from ctxmw.telemetry import ApproxCounter, CallRecord, CallRecorder, ledger_path
+from ctxmw.telemetry.counters import template_tools_tokens
 from tests import _provider_bodies as bodies
 
 LEDGER_KEYS = {
@@ -121,3 +122,20 @@ async def test_missing_usage_falls_back_to_the_local_count() -> None:
     assert record.usage_estimated
     assert record.prompt_tokens == record.prompt_tokens_local > 0
     assert record.cost_usd is None
+
+
+@pytest.mark.anyio
+async def test_a_self_hosted_endpoint_counts_the_tools_as_its_template_writes_them() -> None:
+    from tests._synthetic import TOOLS
+
+    msgs: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    counts = []
+    for api_base in ("https://api.openai.com/v1", "http://127.0.0.1:8011/v1"):
+        recorder = CallRecorder("s", token_counter=ApproxCounter())
+        kwargs = {"model": "openai/m", "messages": msgs, "tools": TOOLS, "api_base": api_base}
+        record = await recorder.record(model="openai/m", wire_kwargs=kwargs, transcript=msgs)
+        counts.append((record.cache_rule, record.budget["tools"]))
+    (official, official_tools), (hosted, hosted_tools) = counts
+    assert (official, hosted) == ("openai", "exact")
+    assert hosted_tools == template_tools_tokens(ApproxCounter(), "openai/m", TOOLS)
+    assert hosted_tools != official_tools

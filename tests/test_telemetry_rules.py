@@ -6,7 +6,12 @@ import pytest
 
 from ctxmw.errors import SettingsError
 from ctxmw.settings import Settings
-from ctxmw.telemetry.rules import cache_minimum, expected_cached_tokens, resolve_rule
+from ctxmw.telemetry.rules import (
+    cache_minimum,
+    expected_cached_tokens,
+    resolve_rule,
+    self_hosted,
+)
 
 
 @pytest.mark.parametrize(
@@ -92,3 +97,29 @@ def test_cache_rule_setting_is_validated(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setenv("CTXMW_CACHE_RULE", "nope")
     with pytest.raises(SettingsError, match="CTXMW_CACHE_RULE"):
         Settings()
+
+
+def test_exact_adds_the_partial_message_others_ignore_it() -> None:
+    def run(rule: str) -> int:
+        return expected_cached_tokens(
+            rule, prefix_tokens=2000, marked_prefix_tokens=0, minimum=0, partial_tokens=40
+        )
+
+    assert (run("exact"), run("openai"), run("gemini"), run("none")) == (2040, 1920, 2000, 0)
+
+
+@pytest.mark.parametrize(
+    ("provider", "api_base", "hosted"),
+    [
+        ("openai", None, False),
+        ("openai", "https://api.openai.com/v1", False),
+        ("azure", "https://me.openai.azure.com", False),
+        ("openai", "http://127.0.0.1:8011/v1", True),
+        ("hosted_vllm", None, True),
+        ("ollama", None, True),
+        ("anthropic", None, False),
+        ("deepseek", None, False),
+    ],
+)
+def test_self_hosted_endpoints(provider: str, api_base: str | None, hosted: bool) -> None:
+    assert self_hosted(provider, api_base) is hosted

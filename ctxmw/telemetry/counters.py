@@ -4,17 +4,29 @@ A counter counts one message, the tools block, and the fixed per-request overhea
 the tracker can cache each message's count and add them up. With litellm's counter the sum is
 exactly what ``litellm.token_counter(model=..., messages=..., tools=...)`` returns for the whole
 payload (litellm counts messages independently and adds the tools and the reply primer).
+
+Two measurements on top of any counter, for self-hosted servers (llama.cpp, vLLM, ...), whose
+chat template renders the prompt: :func:`template_tools_tokens` counts the tools block the way
+those templates write it, and :func:`text_tokens` counts a bare piece of text (the part of an
+edited message a token-granular prefix cache still reads).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
 from ctxmw.telemetry.canonical import canonical_bytes
 
-__all__ = ["ApproxCounter", "LiteLLMCounter", "TokenCounter"]
+__all__ = [
+    "ApproxCounter",
+    "LiteLLMCounter",
+    "TokenCounter",
+    "template_tools_tokens",
+    "text_tokens",
+]
 
 _SYSTEM_STUB: dict[str, str] = {"role": "system", "content": ""}
 
@@ -81,6 +93,30 @@ class ApproxCounter:
     def overhead_tokens(self, model: str) -> int:
         """No fixed overhead."""
         return 0
+
+
+def text_tokens(counter: TokenCounter, model: str, text: str) -> int:
+    """Tokens of ``text`` alone: a message holding it, less the same message empty."""
+    if not text:
+        return 0
+    full = counter.message_tokens(model, {"role": "user", "content": text})
+    return max(full - counter.message_tokens(model, {"role": "user", "content": ""}), 0)
+
+
+def template_tools_tokens(
+    counter: TokenCounter, model: str, tools: Sequence[Mapping[str, Any]]
+) -> int:
+    """Tokens of the tools block as a self-hosted server's chat template writes it.
+
+    Open-model chat templates (ChatML tool templates, Llama 3.x, Qwen, Hermes, Mistral) put each
+    tool into the system prompt as its JSON text (Jinja's ``tojson``), one per line. That text
+    is about twice what litellm's count of OpenAI's own compact tool format gives (measured
+    against llama.cpp's server: 224 tokens of JSON where litellm counts 101), so a prefix made
+    mostly of tools was under-estimated by half. A template's own instructions around the tools
+    (a few dozen tokens) are not known here and not counted.
+    """
+    text = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
+    return text_tokens(counter, model, text)
 
 
 @lru_cache(maxsize=256)

@@ -3,7 +3,9 @@
 One ``PrefixTracker`` per session. Each call it takes the wire payload as sent (tools, then the
 messages after the strategies), and returns the local prompt size and the tokens of the longest
 common prefix of whole blocks with the previous call: the tools list counts as the first block
-(a changed tools list invalidates everything after it), then each message.
+(a changed tools list invalidates everything after it), then each message. It also measures the
+leading text the first differing message shares with the previous call's message at that place
+(``partial_tokens``): a token-granular cache (llama.cpp's) reads that too, a block cache does not.
 
 Cost per call: a digest lookup per message (by object identity, see ``canonical``), a list
 comparison of digests, and tokenizing only the messages whose canonical bytes were never counted
@@ -12,16 +14,22 @@ before. Old messages are never recounted; cumulative sums of the common part are
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate, pairwise
 from typing import Any
 
 from ctxmw.telemetry.canonical import DigestCache, payload_digest, tools_digest
-from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
+from ctxmw.telemetry.counters import (
+    LiteLLMCounter,
+    TokenCounter,
+    template_tools_tokens,
+    text_tokens,
+)
 from ctxmw.telemetry.marks import injected_indices
 
-__all__ = ["PrefixResult", "PrefixTracker", "common_prefix_length"]
+__all__ = ["PrefixResult", "PrefixTracker", "common_prefix_length", "shared_text"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,6 +51,9 @@ class PrefixResult:
         message_digests: per-message digests of this payload.
         message_tokens: local tokens of each message of this payload.
         tools_tokens: local tokens of the tools list.
+        partial_tokens: tokens of the leading text (cut at a word boundary) that the first
+            differing message shares with the previous payload's message at the same index,
+            when both have the same role and text content; 0 otherwise.
     """
 
     prompt_tokens: int
@@ -56,10 +67,12 @@ class PrefixResult:
     message_digests: list[bytes] = field(repr=False)
     message_tokens: list[int] = field(default_factory=list, repr=False)
     tools_tokens: int = 0
+    partial_tokens: int = 0
 
 
 @dataclass(frozen=True, slots=True)
 class _Snapshot:
+    messages: Sequence[Mapping[str, Any]]
     digests: list[bytes]
     cumulative: list[int]  # cumulative[i] = tokens of messages[:i]
     tools: bytes
@@ -83,7 +96,7 @@ class PrefixTracker:
         self._counter: TokenCounter = counter if counter is not None else LiteLLMCounter()
         self._digests = digests if digests is not None else DigestCache()
         self._tokens: dict[bytes, int] = {}
-        self._tools_tokens: dict[tuple[str, bytes, bool], int] = {}
+        self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: _Snapshot | None = None
 
     def observe(
@@ -92,8 +105,18 @@ class PrefixTracker:
         messages: Sequence[Mapping[str, Any]],
         tools: Sequence[Mapping[str, Any]] | None = None,
         injection_points: Iterable[Any] | None = None,
+        template_tools: bool = False,
     ) -> PrefixResult:
-        """Measure one call's payload against the previous call's, then remember it."""
+        """Measure one call's payload against the previous call's, then remember it.
+
+        Args:
+            model: the model name, for the counter.
+            messages: the messages as sent.
+            tools: the tools list as sent.
+            injection_points: litellm's ``cache_control_injection_points``, if any.
+            template_tools: count the tools as a self-hosted chat template renders them (see
+                :func:`~ctxmw.telemetry.counters.template_tools_tokens`), not as OpenAI does.
+        """
         prev = self._previous
         digests = self._digests.digests(messages)
         tdigest = tools_digest(tools)
@@ -102,8 +125,9 @@ class PrefixTracker:
         if tools_changed:
             common = 0
         cumulative = self._cumulative(model, messages, digests, prev, common)
-        ttokens = self._count_tools(model, tools, tdigest, messages)
+        ttokens = self._count_tools(model, tools, tdigest, messages, template_tools)
         snapshot = _Snapshot(
+            list(messages),
             digests,
             cumulative,
             tdigest,
@@ -139,7 +163,16 @@ class PrefixTracker:
             message_digests=cur.digests,
             message_tokens=[b - a for a, b in pairwise(cur.cumulative)],
             tools_tokens=cur.tools_tokens,
+            partial_tokens=self._partial(model, prev, cur, common, broke and not tools_changed),
         )
+
+    def _partial(
+        self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, measure: bool
+    ) -> int:
+        if not measure or prev is None or common >= min(len(prev.messages), len(cur.messages)):
+            return 0
+        shared = shared_text(prev.messages[common], cur.messages[common])
+        return text_tokens(self._counter, model, shared)
 
     def _cumulative(
         self,
@@ -170,13 +203,18 @@ class PrefixTracker:
         tools: Sequence[Mapping[str, Any]] | None,
         digest: bytes,
         messages: Sequence[Mapping[str, Any]],
+        template: bool,
     ) -> int:
         if not tools:
             return 0
         has_system = self._digests.has_system(messages)
-        key = (model, digest, has_system)
+        key = (model, digest, has_system, template)
         if key not in self._tools_tokens:
-            self._tools_tokens[key] = self._counter.tools_tokens(model, tools, has_system)
+            self._tools_tokens[key] = (
+                template_tools_tokens(self._counter, model, tools)
+                if template
+                else self._counter.tools_tokens(model, tools, has_system)
+            )
         return self._tools_tokens[key]
 
 
@@ -193,6 +231,23 @@ def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) ->
         if a != b:
             return i
     return min(n, len(current))
+
+
+def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
+    """The leading text two messages of the same role share, cut back to a word boundary.
+
+    Only string contents count. The cut keeps the estimate on the safe side: a tokenizer may
+    join the last shared characters with the first differing ones into one token.
+    """
+    a, b = previous.get("content"), current.get("content")
+    if previous.get("role") != current.get("role") or not isinstance(a, str):
+        return ""
+    if not isinstance(b, str):
+        return ""
+    common = os.path.commonprefix([a, b])  # noqa: RUF071 - text, not paths
+    if common in (a, b):
+        return common
+    return common[: max(common.rfind(" "), common.rfind("\n"), 0)]
 
 
 def _marked_prefix(prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool) -> int:

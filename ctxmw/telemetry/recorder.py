@@ -39,7 +39,12 @@ from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, ledger_path
 from ctxmw.telemetry.record import log_record as _log_record
-from ctxmw.telemetry.rules import cache_minimum, expected_cached_tokens, resolve_rule
+from ctxmw.telemetry.rules import (
+    cache_minimum,
+    expected_cached_tokens,
+    resolve_rule,
+    self_hosted,
+)
 from ctxmw.telemetry.usage import UsageReport, read_stream_usage, read_usage, with_stream_usage
 
 __all__ = ["CallRecorder"]
@@ -156,7 +161,11 @@ class CallRecorder:
         rule = resolve_rule(self.settings.cache_rule, model, provider, kw.get("api_base"))
         shape = call_shape(self._digests, tools_digest(tools), transcript, trace)
         prefix = await self._observe(
-            model, messages, tools, kw.get("cache_control_injection_points")
+            model,
+            messages,
+            tools,
+            kw.get("cache_control_injection_points"),
+            self_hosted(provider, kw.get("api_base")),
         )
         usage = _read(response, stream)
         expected = expected_cached_tokens(
@@ -164,6 +173,7 @@ class CallRecorder:
             prefix_tokens=prefix.prefix_tokens,
             marked_prefix_tokens=prefix.marked_prefix_tokens,
             minimum=cache_minimum(rule, model, provider or None),
+            partial_tokens=prefix.partial_tokens,
         )
         bust = attribute_bust(self._shape, shape, prefix.first_diff, prefix.broke)
         self._shape = shape
@@ -211,14 +221,14 @@ class CallRecorder:
         messages: list[Any],
         tools: Any,
         injection_points: Any,
+        template_tools: bool,
     ) -> PrefixResult:
         many_new = len(messages) - self._seen > _THREAD_THRESHOLD
         self._seen = len(messages)
+        args = (model, messages, tools, injection_points, template_tools)
         if many_new:
-            return await anyio.to_thread.run_sync(
-                self._tracker.observe, model, messages, tools, injection_points
-            )
-        return self._tracker.observe(model, messages, tools, injection_points)
+            return await anyio.to_thread.run_sync(self._tracker.observe, *args)
+        return self._tracker.observe(*args)
 
 
 def round_latency(seconds: float) -> float:

@@ -8,7 +8,10 @@ Rules (the ``cache_rule`` setting):
   the common prefix, and nothing when that is under the model's minimum (Anthropic, Bedrock
   Claude / Nova).
 - ``gemini``: the whole common prefix once it reaches the model's implicit-caching minimum.
-- ``exact``: the whole common prefix (llama.cpp, vLLM and other self-hosted prefix caches).
+- ``exact``: the whole common prefix (llama.cpp, vLLM and other self-hosted prefix caches),
+  including the leading text the first changed message shares with the previous call's (these
+  caches work on tokens, not messages: llama.cpp reuses the unchanged start of an edited
+  message, measured against its server).
 - ``none``: no cache reads expected.
 - ``auto`` (default) picks one per call, see :func:`resolve_rule`.
 
@@ -32,6 +35,7 @@ __all__ = [
     "cache_minimum",
     "expected_cached_tokens",
     "resolve_rule",
+    "self_hosted",
     "uses_breakpoints",
 ]
 
@@ -100,15 +104,21 @@ def uses_breakpoints(model: str, provider: str | None = None) -> bool:
 
 
 def expected_cached_tokens(
-    rule: str, *, prefix_tokens: int, marked_prefix_tokens: int, minimum: int
+    rule: str,
+    *,
+    prefix_tokens: int,
+    marked_prefix_tokens: int,
+    minimum: int,
+    partial_tokens: int = 0,
 ) -> int:
     """Prompt tokens a provider following ``rule`` should read from its cache.
 
     Args:
         rule: a concrete rule (not ``auto``).
-        prefix_tokens: the local common prefix with the previous call.
+        prefix_tokens: the local common prefix with the previous call (whole messages).
         marked_prefix_tokens: the part of it that ends at a previous-call breakpoint.
         minimum: the smallest prefix the model caches.
+        partial_tokens: shared leading text of the first changed message (``exact`` only).
     """
     if rule == "openai":
         return 0 if prefix_tokens < OPENAI_MINIMUM else prefix_tokens // OPENAI_BLOCK * OPENAI_BLOCK
@@ -117,7 +127,7 @@ def expected_cached_tokens(
     if rule == "gemini":
         return prefix_tokens if prefix_tokens >= minimum else 0
     if rule == "exact":
-        return prefix_tokens
+        return prefix_tokens + partial_tokens
     return 0
 
 
@@ -146,6 +156,16 @@ def _litellm_minimum(model: str, provider: str | None) -> int | None:
         return None
     value = info.get("prompt_cache_min_tokens")
     return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def self_hosted(provider: str | None, api_base: str | None = None) -> bool:
+    """Whether the endpoint is a self-hosted server that renders prompts with its chat template.
+
+    A self-hosted provider (``hosted_vllm/``, ``ollama/``, ...), or an OpenAI-compatible one
+    pointed at a custom ``api_base`` (llama.cpp's server, vLLM, ...).
+    """
+    provider = provider or ""
+    return provider in _SELF_HOSTED or (provider in _OPENAI and not _official_openai(api_base))
 
 
 def _official_openai(api_base: str | None) -> bool:
