@@ -132,7 +132,7 @@ def breakpoint_minimum(model: str) -> int:
 
 def body_tokens(r: PrefixResult) -> int:
     """Tokens of the tools and messages (the cacheable part), without the reply primer."""
-    return r.tools_tokens + sum(r.message_tokens)
+    return r.tools_tokens + r.cumulative_tokens[-1]
 
 
 def auto_split(r: PrefixResult) -> Split:
@@ -153,7 +153,7 @@ def breakpoints_split(r: PrefixResult, marked: Sequence[Any], minimum: int) -> S
         minimum=minimum,
     )
     last = _last_marked(marked)
-    upto = r.tools_tokens + sum(r.message_tokens[: last + 1]) if last >= 0 else 0
+    upto = r.tools_tokens + r.cumulative_tokens[last + 1] if last >= 0 else 0
     return Split(reads=reads, writes=max(upto - reads, 0) if upto >= minimum else 0)
 
 

@@ -127,3 +127,32 @@ async def test_telemetry_can_be_switched_off(tmp_path: Path) -> None:
     await session.ask("hi")
     assert records == []
     assert not (tmp_path / "a.ledger.jsonl").exists()
+
+
+async def test_budget_layers_kept_incrementally_equal_a_count_from_scratch() -> None:
+    from ctxmw.telemetry.counters import LiteLLMCounter
+
+    records: list[CallRecord] = []
+    fake = loop_script()
+    session = ctxmw.Session(
+        MODEL,
+        tools=[add],
+        completion=fake,
+        system="Be exact.",
+        prompt_strategies="none",
+        on_call=[records.append],
+    )
+    await session.ask("Add things.")
+    counter = LiteLLMCounter()
+    for call, record in zip(fake.calls, records, strict=True):
+        layers = {"system": 0, "history": 0, "tool_results": 0, "current": 0}
+        messages = call["messages"]
+        newest = max(i for i, m in enumerate(messages) if m["role"] == "user")
+        for i, message in enumerate(messages):
+            role = message["role"]
+            layer = {"system": "system", "tool": "tool_results"}.get(role, "history")
+            layer = "current" if i == newest else layer
+            layers[layer] += counter.message_tokens(MODEL, message)
+        assert record.budget is not None
+        assert {key: record.budget[key] for key in layers} == layers
+        assert record.budget["tools"] > 0

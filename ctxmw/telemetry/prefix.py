@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from itertools import accumulate, pairwise
+from itertools import accumulate
 from typing import Any
 
 from ctxmw.telemetry.canonical import DigestCache, payload_digest, tools_digest
@@ -49,7 +49,11 @@ class PrefixResult:
             provider can read); 0 when there is none.
         payload_digest: hex digest of the canonical payload.
         message_digests: per-message digests of this payload.
-        message_tokens: local tokens of each message of this payload.
+        layer_tokens: local tokens per layer of the messages: ``system``, ``history``,
+            ``tool_results`` and ``current`` (the newest user message), as ``ctxmw.budget``
+            defines them; kept cumulatively, so each call only adds its new messages.
+        cumulative_tokens: ``cumulative_tokens[i]`` = local tokens of the first ``i`` messages
+            (shared with the tracker: do not modify).
         tools_tokens: local tokens of the tools list.
         partial_tokens: tokens of the leading text (cut at a word boundary) that the first
             differing message shares with the previous payload's message at the same index,
@@ -65,7 +69,8 @@ class PrefixResult:
     marked_prefix_tokens: int
     payload_digest: str
     message_digests: list[bytes] = field(repr=False)
-    message_tokens: list[int] = field(default_factory=list, repr=False)
+    layer_tokens: dict[str, int] = field(default_factory=dict)
+    cumulative_tokens: list[int] = field(default_factory=lambda: [0], repr=False)
     tools_tokens: int = 0
     partial_tokens: int = 0
 
@@ -75,6 +80,8 @@ class _Snapshot:
     messages: Sequence[Mapping[str, Any]]
     digests: list[bytes]
     cumulative: list[int]  # cumulative[i] = tokens of messages[:i]
+    layers: list[tuple[int, int, int]]  # system, tool results, the rest: over messages[:i]
+    last_user: list[int]  # last_user[i] = index of the newest user message in messages[:i]
     tools: bytes
     tools_tokens: int
     tools_marked: bool
@@ -125,11 +132,14 @@ class PrefixTracker:
         if tools_changed:
             common = 0
         cumulative = self._cumulative(model, messages, digests, prev, common)
+        layers, last_user = _layers(messages, cumulative, prev, common)
         ttokens = self._count_tools(model, tools, tdigest, messages, template_tools)
         snapshot = _Snapshot(
             list(messages),
             digests,
             cumulative,
+            layers,
+            last_user,
             tdigest,
             ttokens,
             _tools_marked(tools),
@@ -161,7 +171,8 @@ class PrefixTracker:
             marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
             payload_digest=payload_digest(cur.tools, cur.digests),
             message_digests=cur.digests,
-            message_tokens=[b - a for a, b in pairwise(cur.cumulative)],
+            layer_tokens=_layer_totals(cur),
+            cumulative_tokens=cur.cumulative,
             tools_tokens=cur.tools_tokens,
             partial_tokens=self._partial(model, prev, cur, common, broke and not tools_changed),
         )
@@ -216,6 +227,36 @@ class PrefixTracker:
                 else self._counter.tools_tokens(model, tools, has_system)
             )
         return self._tools_tokens[key]
+
+
+def _layers(
+    messages: Sequence[Mapping[str, Any]],
+    cumulative: list[int],
+    prev: _Snapshot | None,
+    common: int,
+) -> tuple[list[tuple[int, int, int]], list[int]]:
+    """Per-layer running sums and the newest user message, extended past the common prefix."""
+    layers = prev.layers[: common + 1] if prev is not None else [(0, 0, 0)]
+    last_user = prev.last_user[: common + 1] if prev is not None else [-1]
+    for i in range(common, len(messages)):
+        role = messages[i].get("role") if isinstance(messages[i], Mapping) else None
+        tokens = cumulative[i + 1] - cumulative[i]
+        system, tool, rest = layers[-1]
+        if role in ("system", "developer"):
+            layers.append((system + tokens, tool, rest))
+        elif role == "tool":
+            layers.append((system, tool + tokens, rest))
+        else:
+            layers.append((system, tool, rest + tokens))
+        last_user.append(i if role == "user" else last_user[-1])
+    return layers, last_user
+
+
+def _layer_totals(cur: _Snapshot) -> dict[str, int]:
+    system, tool, rest = cur.layers[-1]
+    newest = cur.last_user[-1]
+    current = cur.cumulative[newest + 1] - cur.cumulative[newest] if newest >= 0 else 0
+    return {"system": system, "history": rest - current, "tool_results": tool, "current": current}
 
 
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:

@@ -31,7 +31,7 @@ from typing import Any
 import anyio
 
 from ctxmw._tokens import input_window
-from ctxmw.budget import budget_from_counts
+from ctxmw.budget import Budget
 from ctxmw.settings import Settings
 from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
 from ctxmw.telemetry.canonical import DigestCache, tools_digest
@@ -204,17 +204,16 @@ class CallRecorder:
             latency_s=round_latency(latency_s),
             bust=bust,
             payload_digest=prefix.payload_digest,
-            budget=self._budget(model, messages, prefix),
+            budget=self._budget(model, prefix),
         )
 
-    def _budget(self, model: str, messages: list[Any], prefix: PrefixResult) -> dict[str, Any]:
-        window = self.settings.context_window or input_window(model)
-        return budget_from_counts(
-            messages,
-            prefix.message_tokens,
-            prefix.tools_tokens,
-            window=window,
+    def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
+        # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.
+        return Budget(
+            tools=prefix.tools_tokens,
+            window=self.settings.context_window or input_window(model),
             output_reservation=self.settings.output_reservation,
+            **prefix.layer_tokens,
         ).as_record()
 
     async def _observe(
