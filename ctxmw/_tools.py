@@ -54,21 +54,57 @@ class ToolIndex:
     last_user_index: int = -1
 
 
-def index_tools(messages: Sequence[Any]) -> ToolIndex:
-    """Pair every tool result with its call; one pass over ``messages``."""
-    index = ToolIndex()
-    pending: dict[str, tuple[int, int, dict[str, Any]]] = {}
-    for i, msg in enumerate(messages):
-        if not isinstance(msg, dict):
-            continue
-        role = msg.get("role")
-        if role == "assistant":
-            _open_group(index, pending, i, msg.get("tool_calls"))
-        elif role == "tool":
-            _close_call(index, pending, i, msg.get("tool_call_id"))
-        elif role == "user":
-            index.last_user_index = i
-    return index
+def index_tools(
+    messages: Sequence[Any], memo: dict[str, Any] | None = None, owner: str = ""
+) -> ToolIndex:
+    """Pair every tool result with its call; one pass over ``messages``.
+
+    Args:
+        messages: the transcript (or a strategy's input).
+        memo: a session's scratch space (``StrategyContext.memo``). When the previous call of
+            ``owner`` saw a list whose elements start this one (the same objects, as a session's
+            transcript only grows), only the new messages are read; anything else re-reads all.
+        owner: who keeps the memo entry (a strategy's name): each owner sees its own inputs.
+    """
+    if memo is None:
+        return _Indexer().feed(messages, 0).index
+    key = f"tool_index:{owner}"
+    seen: tuple[list[Any], _Indexer] | None = memo.get(key)
+    if seen is not None and len(messages) >= len(seen[0]) and _extends(messages, seen[0]):
+        indexer = seen[1].feed(messages, len(seen[0]))
+    else:
+        indexer = _Indexer().feed(messages, 0)
+    memo[key] = (list(messages), indexer)
+    return indexer.index
+
+
+def _extends(messages: Sequence[Any], previous: list[Any]) -> bool:
+    # list == compares identical objects by identity first: for a grown transcript this is a
+    # pointer walk in C, not a deep comparison.
+    return list(messages[: len(previous)]) == previous
+
+
+class _Indexer:
+    """The index of the messages read so far, and the calls still waiting for a result."""
+
+    def __init__(self) -> None:
+        self.index = ToolIndex()
+        self.pending: dict[str, tuple[int, int, dict[str, Any]]] = {}
+
+    def feed(self, messages: Sequence[Any], start: int) -> _Indexer:
+        index, pending = self.index, self.pending
+        for i in range(start, len(messages)):
+            msg = messages[i]
+            if not isinstance(msg, dict):
+                continue
+            role = msg.get("role")
+            if role == "assistant":
+                _open_group(index, pending, i, msg.get("tool_calls"))
+            elif role == "tool":
+                _close_call(index, pending, i, msg.get("tool_call_id"))
+            elif role == "user":
+                index.last_user_index = i
+        return self
 
 
 def _open_group(

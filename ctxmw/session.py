@@ -118,6 +118,7 @@ class Session:
         self._loaded = False
         self._pending: Messages = []
         self._busy = anyio.Lock()
+        self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self.recorder = CallRecorder(
             session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
             save_file=self._path,
@@ -277,7 +278,9 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
-        ctx = StrategyContext(self.settings, save_file=self._path, model=self.model, round=round_)
+        ctx = StrategyContext(
+            self.settings, save_file=self._path, model=self.model, round=round_, memo=self._memo
+        )
         trace: list[tuple[str, Messages]] = []
         try:
             prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)

@@ -45,6 +45,9 @@ class StrategyContext:
         completion: the completion function strategies use for their own model calls (the
             ``summarize`` strategy); ``litellm.acompletion``'s signature. None: strategies use
             ``litellm.acompletion`` itself.
+        memo: a session's scratch space, the same dict on every call of one session (None for
+            one-off calls): strategies may keep data derived from their input there, keyed by
+            their name, to do per call only the work the new messages need.
     """
 
     settings: Settings
@@ -54,3 +57,4 @@ class StrategyContext:
     logger: logging.Logger = field(default_factory=lambda: logging.getLogger("ctxmw"))
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     completion: Callable[..., Awaitable[Any]] | None = None
+    memo: dict[str, Any] | None = None

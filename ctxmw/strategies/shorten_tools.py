@@ -22,7 +22,7 @@ __all__ = ["shorten_tools"]
 @register_strategy("shorten_tools")
 def shorten_tools(messages: Messages, ctx: StrategyContext) -> Messages:
     """Keep the newest tool calls full, compact older ones, drop the oldest; every call anew."""
-    index = index_tools(messages)
+    index = index_tools(messages, ctx.memo, "shorten_tools")
     if not index.calls:
         return messages
     calls, results = _regions(messages, index, ctx.settings)

@@ -14,7 +14,7 @@ __all__ = ["fixed_epoch_plan", "shorten_tools_epoch"]
 @register_strategy("shorten_tools_epoch")
 def shorten_tools_epoch(messages: Messages, ctx: StrategyContext) -> Messages:
     """Compact and drop old tool calls in fixed epochs; the prefix only moves at epoch ends."""
-    index = index_tools(messages)
+    index = index_tools(messages, ctx.memo, "shorten_tools_epoch")
     plan = fixed_epoch_plan(len(index.calls), ctx.settings)
     if plan is None:
         return messages

@@ -21,7 +21,7 @@ __all__ = ["increment_epoch_plan", "shorten_tools_epoch_increment"]
 @register_strategy("shorten_tools_epoch_increment")
 def shorten_tools_epoch_increment(messages: Messages, ctx: StrategyContext) -> Messages:
     """Compact and drop old tool calls in growing epochs (default); cache-friendly and bounded."""
-    index = index_tools(messages)
+    index = index_tools(messages, ctx.memo, "shorten_tools_epoch_increment")
     plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
     if plan is None:
         return messages
