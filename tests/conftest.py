@@ -6,7 +6,9 @@ pytest runs with ``--live``.
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import socket
 from collections.abc import Callable
 from typing import Any
 
@@ -57,6 +59,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def anyio_backend() -> str:
     # litellm is asyncio-only.
     return "asyncio"
+
+
+def _loopback(host: object) -> bool:
+    if not isinstance(host, str):
+        return True  # AF_UNIX paths and the like: not the network
+    if host in ("localhost", ""):
+        return True
+    try:
+        return ipaddress.ip_address(host.split("%")[0]).is_loopback
+    except ValueError:
+        return False  # a host name: resolving it is already the network
+
+
+@pytest.fixture(autouse=True)
+def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The default suite never leaves the machine: loopback only (respx, the demo, the live tier).
+
+    A test that tries anything else fails loudly instead of depending on CI having no route out.
+    """
+    connect, resolve = socket.socket.connect, socket.getaddrinfo
+
+    def guarded_connect(sock: socket.socket, address: Any) -> None:
+        host = address[0] if isinstance(address, tuple) else address
+        if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(host):
+            raise OSError(f"tests must not use the network: connect to {address!r} refused")
+        connect(sock, address)
+
+    def guarded_resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+        name = host.decode() if isinstance(host, bytes) else host
+        if name is not None and not _loopback(name):
+            raise OSError(f"tests must not use the network: lookup of {name!r} refused")
+        return resolve(host, *args, **kwargs)
+
+    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
+    monkeypatch.setattr(socket, "getaddrinfo", guarded_resolve)
 
 
 @pytest.fixture(autouse=True)
