@@ -7,9 +7,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
+from ctxmw._plot import pyplot
 from ctxmw._replay_caching import CACHING_MODELS
 from ctxmw._replay_figures import ReplayResult, StrategyFigures
-from ctxmw.errors import UsageError
 
 __all__ = ["format_table", "plot_replay"]
 
@@ -93,16 +93,7 @@ def plot_replay(result: ReplayResult, out: str | os.PathLike[str]) -> Path:
     Raises:
         UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise UsageError(
-            "--plot needs matplotlib, which is not installed; install it with "
-            "pip install 'ctxmw[plot]'."
-        ) from exc
+    plt = pyplot()
     fig, axes = plt.subplots(1 + len(CACHING_MODELS), 1, figsize=(10, 3.2 * 4), sharex=True)
     _draw_tokens(axes[0], result)
     for ax, key in zip(axes[1:], CACHING_MODELS, strict=True):

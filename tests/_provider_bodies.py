@@ -5,14 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-import pytest
-
 # litellm's own code trips pydantic warnings on paths it takes lazily (ReadOnly TypedDicts in
 # provider modules, a deprecated attribute read while streaming); they are litellm's business.
-LITELLM_WARNINGS = [
-    pytest.mark.filterwarnings(r"ignore:Items? .* using the `ReadOnly` qualifier:UserWarning"),
-    pytest.mark.filterwarnings(r"ignore:Accessing the 'model_(computed_)?fields' attribute"),
-]
 
 OPENAI = {
     "id": "chatcmpl-abc",

@@ -17,10 +17,8 @@ from ctxmw.strategies.cache_breakpoints import CacheBreakpoints, cache_breakpoin
 from ctxmw.telemetry.marks import count_marks, is_marked
 from ctxmw.types import Messages, StrategyContext
 from tests import _provider_bodies as bodies
-from tests._provider_bodies import LITELLM_WARNINGS
 from tests._synthetic import TOOLS, session
 
-pytestmark = LITELLM_WARNINGS
 CLAUDE = "anthropic/claude-sonnet-4-5-20250929"
 
 

@@ -220,7 +220,6 @@ PROVIDERS = {
 
 # litellm builds some TypedDict schemas lazily (Gemini's context caching) and pydantic warns that
 # their fields are ReadOnly: a litellm/pydantic matter, not ours, and harmless.
-@pytest.mark.filterwarnings("ignore:.*ReadOnly.*:UserWarning")
 @pytest.mark.parametrize("provider", sorted(PROVIDERS))
 async def test_three_round_tool_loop_through_litellm(
     provider: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch

@@ -11,20 +11,9 @@ import pytest
 import ctxmw
 from ctxmw.telemetry import CallRecord
 from ctxmw.testing import FakeCompletion, text, tool_calls, usage
+from tests.test_session import MODEL, add
 
 pytestmark = pytest.mark.anyio
-
-MODEL = "openai/gpt-4o-mini"
-
-
-def add(a: int, b: int) -> int:
-    """Add two integers.
-
-    Args:
-        a: the first.
-        b: the second.
-    """
-    return a + b
 
 
 def loop_script() -> FakeCompletion:

@@ -16,10 +16,6 @@ from ctxmw.strategies.summarize import Summarize, clear_cache
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import DURABLE_LINES, durable_trace, quarter_counter
 
-# litellm 1.110's first ModelResponse() builds a pydantic schema that warns about a ReadOnly
-# TypedDict item (litellm's own types, nothing ctxmw does); whichever test builds it first sees it.
-pytestmark = pytest.mark.filterwarnings("ignore:Item '.*' on TypedDict class:UserWarning")
-
 summarize = Summarize(counter=quarter_counter)
 FAITHFUL = "The agent investigated the delivery.\n" + "\n".join(DURABLE_LINES)
 

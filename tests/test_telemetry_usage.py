@@ -11,9 +11,6 @@ import respx
 
 from ctxmw.telemetry.usage import read_stream_usage, read_usage, with_stream_usage
 from tests import _provider_bodies as bodies
-from tests._provider_bodies import LITELLM_WARNINGS
-
-pytestmark = LITELLM_WARNINGS
 
 MESSAGES = [{"role": "user", "content": "hello"}]
 

@@ -26,6 +26,7 @@ from ctxmw.types import Message, Messages, StrategyContext
 __all__ = [
     "Fold",
     "digest",
+    "due_fold",
     "folded_items",
     "measure",
     "mechanical_summary",
@@ -61,6 +62,21 @@ def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | No
         context_window=s.context_window,
         counter=counter,
     )
+
+
+def due_fold(
+    messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None, name: str
+) -> Fold | None:
+    """The fold ``name`` should make now, or None: below the trigger, or nothing to fold.
+
+    Records the prompt's utilisation and band in ``ctx.stats[name]`` either way.
+    """
+    before = measure(messages, ctx, counter)
+    stats = ctx.stats.setdefault(name, {})
+    stats.update(utilisation=round(before.utilisation, 4), band=before.band, folded=0)
+    if before.utilisation < ctx.settings.compact_trigger:
+        return None
+    return plan_fold(messages, ctx.settings)
 
 
 def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:

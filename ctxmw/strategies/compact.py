@@ -15,9 +15,9 @@ from __future__ import annotations
 from ctxmw._registry import register_strategy
 from ctxmw.budget import Counter
 from ctxmw.strategies._fold import (
+    due_fold,
     measure,
     mechanical_summary,
-    plan_fold,
     refuse,
     splice,
     survival_loss,
@@ -40,14 +40,10 @@ class Compact:
 
     def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
         """Return ``messages`` with the expendable middle folded, or unchanged below the trigger."""
-        before = measure(messages, ctx, self.counter)
-        stats = ctx.stats.setdefault("compact", {})
-        stats.update(utilisation=round(before.utilisation, 4), band=before.band, folded=0)
-        if before.utilisation < ctx.settings.compact_trigger:
-            return messages
-        fold = plan_fold(messages, ctx.settings)
+        fold = due_fold(messages, ctx, self.counter, "compact")
         if fold is None:
             return messages
+        stats = ctx.stats["compact"]
         patterns = ctx.settings.resolved_durable_patterns
         text = mechanical_summary(messages, fold, patterns)
         lost = survival_loss(messages, fold, text, ctx.settings)

@@ -26,10 +26,9 @@ from ctxmw.budget import Counter
 from ctxmw.strategies._fold import (
     Fold,
     digest,
+    due_fold,
     folded_items,
-    measure,
     mechanical_summary,
-    plan_fold,
     refuse,
     splice,
     survival_loss,
@@ -77,14 +76,10 @@ class Summarize:
 
     async def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
         """Return ``messages`` with the older part summarised, or unchanged below the trigger."""
-        before = measure(messages, ctx, self.counter)
-        stats = ctx.stats.setdefault("summarize", {})
-        stats.update(utilisation=round(before.utilisation, 4), band=before.band, folded=0)
-        if before.utilisation < ctx.settings.compact_trigger:
-            return messages
-        fold = plan_fold(messages, ctx.settings)
+        fold = due_fold(messages, ctx, self.counter, "summarize")
         if fold is None:
             return messages
+        stats = ctx.stats["summarize"]
         text, cached = await self._summary(messages, fold, ctx)
         source = "model" if text is not None else "fallback"
         if text is None:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxmw._plot import pyplot
 from ctxmw.errors import UsageError
 
 __all__ = ["SessionStats", "format_table", "load_ledgers", "plot_ledger", "summarise"]
@@ -105,16 +106,7 @@ def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) 
     Raises:
         UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
     """
-    try:
-        import matplotlib
-
-        matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-    except ImportError as exc:
-        raise UsageError(
-            "--plot needs matplotlib, which is not installed; install it with "
-            "pip install 'ctxmw[plot]'."
-        ) from exc
+    plt = pyplot()
     sessions = summarise(records)
     fig, axes = plt.subplots(len(sessions) or 1, 1, figsize=(10, 3.2 * max(len(sessions), 1)))
     for ax, s in zip(list(getattr(axes, "flat", [axes])), sessions, strict=False):
