@@ -15,10 +15,10 @@ import time
 from collections.abc import Callable
 
 from ctxmw import Settings, StrategyContext
-from ctxmw._compact import _compact_arguments, _shorten_long
-from ctxmw._synthetic import synthetic_transcript
-from ctxmw._tools import _canonical
-from ctxmw.strategies import shorten_tools_epoch_increment
+from ctxmw.messages.pairs import _canonical
+from ctxmw.messages.shorten import _compact_arguments, _shorten_long
+from ctxmw.replay.synthetic import synthetic_transcript
+from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 from ctxmw.types import Messages
 
 

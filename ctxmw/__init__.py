@@ -12,14 +12,10 @@ from ctxmw import (
     inbox,
 )
 from ctxmw import strategies as _builtin_strategies  # noqa: F401  - registers the built-ins
-from ctxmw._chain import prepare_prompt
-from ctxmw._compact import shorten
-from ctxmw._registry import StrategyInfo, list_strategies, register_strategy
-from ctxmw._validate import validate
 from ctxmw._version import __version__
-from ctxmw._wrapper import acompletion
-from ctxmw.budget import Budget, budget
-from ctxmw.compressors import compressor
+from ctxmw.context.budget import Budget, budget
+from ctxmw.context.compressors import compressor
+from ctxmw.context.segments import Assembly, Segment, assemble, select_segments
 from ctxmw.errors import (
     Aborted,
     CompactionLossError,
@@ -34,9 +30,13 @@ from ctxmw.errors import (
     UnknownStrategyError,
     UsageError,
 )
-from ctxmw.segments import Assembly, Segment, assemble, select_segments
-from ctxmw.session import Session
+from ctxmw.messages.shorten import shorten
+from ctxmw.messages.validate import validate
+from ctxmw.runtime.session import Session
+from ctxmw.runtime.wrapper import acompletion
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import prepare_prompt
+from ctxmw.strategies._registry import StrategyInfo, list_strategies, register_strategy
 from ctxmw.types import Message, Messages, Strategy, StrategyContext
 
 __all__ = [

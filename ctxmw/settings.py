@@ -17,7 +17,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from ctxmw._survival import DEFAULT_DURABLE_PATTERNS
+from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
 
 __all__ = ["DEFAULT_COMPACTION_NOTICE", "DEFAULT_STRATEGIES", "Settings", "resolve_settings"]

@@ -15,7 +15,7 @@ import json
 from itertools import product
 
 from ctxmw import Segment, Settings, StrategyContext, assemble, budget
-from ctxmw.budget import count_message
+from ctxmw.context.budget import count_message
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages
 

@@ -46,7 +46,7 @@ async def main() -> None:
     settings = ctxmw.Settings(context_window=4_000, output_reservation=500)
     ctx = StrategyContext(settings=settings, completion=careless_model)
     # Called directly to inject the completion function; the wrapper passes its own through ctx.
-    prompt = await ctxmw.strategies.summarize(history(), ctx)
+    prompt = await ctxmw.strategies.summarize.summarize(history(), ctx)
     ctxmw.validate(prompt)
     source = ctx.stats["summarize"]["source"]
     print(f"{len(history())} messages -> {len(prompt)}; summary source: {source}")
@@ -54,7 +54,7 @@ async def main() -> None:
     assert "RA123456789DE" in prompt[2]["content"]
 
     later = [*history(), {"role": "assistant", "content": "Still looking."}]
-    again = await ctxmw.strategies.summarize(later, ctx)
+    again = await ctxmw.strategies.summarize.summarize(later, ctx)
     assert again[: len(prompt)] == prompt  # same step: the prompt only grew at its end
     print(f"next call, same step: prefix unchanged, model asked {len(CALLS)} time(s) in all")
 

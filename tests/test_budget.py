@@ -6,7 +6,7 @@ import litellm
 import pytest
 
 from ctxmw import Budget, budget
-from ctxmw.budget import DEFAULT_CONTEXT_WINDOW, band_of, default_counter, input_window
+from ctxmw.context.budget import DEFAULT_CONTEXT_WINDOW, band_of, default_counter, input_window
 from tests.transcripts import call, group
 
 MESSAGES = [

@@ -11,8 +11,8 @@ import litellm
 import pytest
 import respx
 
-from ctxmw._chain import apply_strategies, resolve_strategies
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.strategies.cache_breakpoints import CacheBreakpoints, cache_breakpoints
 from ctxmw.telemetry.marks import count_marks, is_marked
 from ctxmw.types import Messages, StrategyContext

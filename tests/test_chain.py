@@ -14,10 +14,10 @@ from ctxmw import (
     StrategyError,
     UnknownStrategyError,
     UsageError,
-    _registry,
     prepare_prompt,
     register_strategy,
 )
+from ctxmw.strategies import _registry
 from ctxmw.types import Messages
 
 pytestmark = pytest.mark.anyio
@@ -86,7 +86,7 @@ async def test_user_list_replaces_the_default_rather_than_merging(
 
 def test_default_list_is_the_spec_default() -> None:
     s = ctxmw.Settings()
-    names = [name for name, _ in ctxmw._chain.resolve_strategies(None, s)]
+    names = [name for name, _ in ctxmw.strategies._chain.resolve_strategies(None, s)]
     assert names == ["shorten_tools_epoch_increment", "inbox"]
 
 

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from ctxmw import Settings, validate
-from ctxmw._tokens import count_message
+from ctxmw.context.tokens import count_message
 from ctxmw.strategies.clear_tool_results import ClearToolResults, clear_tool_results
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group, transcripts

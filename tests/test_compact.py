@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from ctxmw import shorten
-from ctxmw._compact import MARKER_MAX, compact_arguments, compact_content
+from ctxmw.messages.shorten import MARKER_MAX, compact_arguments, compact_content
 
 
 def test_short_strings_are_returned_unchanged() -> None:

@@ -11,9 +11,9 @@ import pytest
 
 import ctxmw
 from ctxmw import UsageError, shorten, validate
-from ctxmw.compressors import apply_compressor, get_compressor, unregister
+from ctxmw.context.compressors import apply_compressor, get_compressor, unregister
 from ctxmw.settings import Settings
-from ctxmw.strategies import shorten_tools_epoch
+from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import call, group
 

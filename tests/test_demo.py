@@ -10,12 +10,12 @@ import anyio
 import pytest
 
 import ctxmw
-from ctxmw._tool_schema import ToolSet
 from ctxmw.cli import main
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._run import SIMULATED_MODEL
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
 from ctxmw.replay import replay
+from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.telemetry.counters import ApproxCounter
 
 ROOT = Path(ctxmw.__file__).parent

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxmw._tools import index_tools
+from ctxmw.messages.pairs import index_tools
 from ctxmw.strategies._epochs import protected_calls, repeat_positions
 from ctxmw.types import Messages
 from tests.transcripts import adjacent_calls, call, group

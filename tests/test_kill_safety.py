@@ -13,7 +13,7 @@ from pathlib import Path
 import anyio
 import pytest
 
-from ctxmw._transcript import TranscriptFile
+from ctxmw.runtime.transcript import TranscriptFile
 
 AGENT = Path(__file__).with_name("_kill_agent.py")
 TRIALS = 24

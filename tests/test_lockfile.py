@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from ctxmw import SaveFileBusy
-from ctxmw._lockfile import SaveFileLock, lock_path
+from ctxmw.runtime.lock import SaveFileLock, lock_path
 
 pytestmark = pytest.mark.anyio
 

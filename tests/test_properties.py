@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
 from ctxmw import Settings, list_strategies, prepare_prompt, validate
-from ctxmw._chain import apply_strategies, resolve_strategies
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import call_points, transcripts
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ctxmw import validate
-from ctxmw._tools import index_tools
+from ctxmw.messages.pairs import index_tools
 from ctxmw.settings import Settings
-from ctxmw.strategies import shorten_tools_epoch, shorten_tools_epoch_increment
 from ctxmw.strategies._regions import Region, render
+from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
+from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 from ctxmw.types import Messages
 from tests.transcripts import LONG_OUT, adjacent_calls, call, group
 

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from ctxmw import validate
 from ctxmw.settings import Settings
-from ctxmw.strategies import repair_tool_pairs
+from ctxmw.strategies.repair_tool_pairs import repair_tool_pairs
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import call, group
 

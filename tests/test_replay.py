@@ -14,13 +14,13 @@ import anyio
 import pytest
 
 from ctxmw import Settings
-from ctxmw._chain import apply_strategies, resolve_strategies
-from ctxmw._replay_caching import model_prices
-from ctxmw._synthetic import synthetic_transcript
 from ctxmw.cli import main
 from ctxmw.errors import UsageError
+from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.replay import DEFAULT_MODEL, ReplayResult, call_points, load_transcript, replay
-from ctxmw.telemetry.canonical import canonical_bytes
+from ctxmw.replay.caching import model_prices
+from ctxmw.replay.synthetic import synthetic_transcript
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages, StrategyContext
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from ctxmw import validate
-from ctxmw.strategies import shorten_tools
+from ctxmw.strategies.shorten_tools import shorten_tools
 from ctxmw.types import Messages
 from tests.transcripts import adjacent_calls, classify, span
 

@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ctxmw.strategies import shorten_tools_epoch
+from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
 from ctxmw.types import Messages
 from tests.transcripts import adjacent_calls, classify, span
 

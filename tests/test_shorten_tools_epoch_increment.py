@@ -7,8 +7,10 @@ from collections.abc import Callable
 import pytest
 
 from ctxmw.settings import Settings
-from ctxmw.strategies import shorten_tools_epoch_increment
-from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
+from ctxmw.strategies.shorten_tools_epoch_increment import (
+    increment_epoch_plan,
+    shorten_tools_epoch_increment,
+)
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, classify, span
 

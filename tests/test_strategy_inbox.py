@@ -14,9 +14,9 @@ import anyio.from_thread
 import pytest
 
 import ctxmw
-from ctxmw._chain import apply_strategies
 from ctxmw.inbox import inbox_dir, inbox_removed_dir
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import apply_strategies
 from ctxmw.strategies.inbox import inbox
 from ctxmw.types import Messages, StrategyContext
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from ctxmw._survival import (
+from ctxmw.context.survival import (
     DEFAULT_DURABLE_PATTERNS,
     durable_items,
     durable_lines,

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ctxmw import validate
-from ctxmw._synthetic import synthetic_transcript
-from ctxmw._tools import index_tools
+from ctxmw.messages.pairs import index_tools
+from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies._epochs import repeat_positions
 
 

@@ -9,8 +9,8 @@ from typing import Any
 import litellm
 import pytest
 
-from ctxmw._chain import apply_strategies, resolve_strategies
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import ApproxCounter, CallRecord, CallRecorder, canonical_bytes
 from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.types import Messages, StrategyContext

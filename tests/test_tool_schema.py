@@ -8,7 +8,7 @@ import pytest
 from pydantic import BaseModel
 
 from ctxmw import UsageError
-from ctxmw._tool_schema import ToolSet, parse_docstring, tool_from_callable
+from ctxmw.runtime.tool_schema import ToolSet, parse_docstring, tool_from_callable
 
 
 class Filter(BaseModel):

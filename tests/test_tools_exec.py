@@ -10,8 +10,8 @@ import anyio
 import pytest
 
 from ctxmw import Aborted
-from ctxmw._tool_schema import ToolSet
-from ctxmw._tools_exec import run_tool_calls
+from ctxmw.runtime.tool_runner import run_tool_calls
+from ctxmw.runtime.tool_schema import ToolSet
 
 pytestmark = pytest.mark.anyio
 

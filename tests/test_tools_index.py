@@ -9,8 +9,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ctxmw import Settings
-from ctxmw._tools import index_tools
-from ctxmw.strategies import shorten_tools, shorten_tools_epoch, shorten_tools_epoch_increment
+from ctxmw.messages.pairs import index_tools
+from ctxmw.strategies.shorten_tools import shorten_tools
+from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
+from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 from ctxmw.types import Messages, StrategyContext
 from tests.test_properties import SMALL
 from tests.transcripts import adjacent_calls, call_points, transcripts

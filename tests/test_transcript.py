@@ -11,7 +11,7 @@ import anyio
 import pytest
 
 from ctxmw import InvalidTranscriptError
-from ctxmw._transcript import TranscriptFile, dump_line, match_history, same_message
+from ctxmw.runtime.transcript import TranscriptFile, dump_line, match_history, same_message
 
 pytestmark = pytest.mark.anyio
 

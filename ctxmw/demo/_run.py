@@ -11,14 +11,14 @@ from typing import Any
 import anyio
 
 import ctxmw
-from ctxmw._chain import apply_strategies, resolve_strategies
 from ctxmw._litellm import load_litellm
-from ctxmw._registry import list_strategies
-from ctxmw._replay_figures import Retention, retention
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
-from ctxmw.session import Session
+from ctxmw.replay.figures import Retention, retention
+from ctxmw.runtime.session import Session
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.strategies._registry import list_strategies
 from ctxmw.telemetry import CallRecord
 from ctxmw.telemetry.counters import LiteLLMCounter
 from ctxmw.types import Messages, StrategyContext

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from ctxmw._tools import Call, ToolIndex, call_key
+from ctxmw.messages.pairs import Call, ToolIndex, call_key
 from ctxmw.strategies._regions import Region, render
 from ctxmw.types import Messages, StrategyContext
 

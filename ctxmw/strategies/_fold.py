@@ -17,8 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw._survival import durable_items, durable_lines, message_text, missing_items
-from ctxmw.budget import Budget, Counter, budget
+from ctxmw.context.budget import Budget, Counter, budget
+from ctxmw.context.survival import durable_items, durable_lines, message_text, missing_items
 from ctxmw.errors import CompactionLossError
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, StrategyContext

@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from ctxmw._compact import compact_arguments
-from ctxmw._tools import ToolIndex
-from ctxmw.compressors import apply_compressor
+from ctxmw.context.compressors import apply_compressor
+from ctxmw.messages.pairs import ToolIndex
+from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
 from ctxmw.types import Messages
 
@@ -58,7 +58,7 @@ def render(
 
     Args:
         messages: the transcript.
-        index: its :func:`~ctxmw._tools.index_tools`.
+        index: its :func:`~ctxmw.messages.pairs.index_tools`.
         call_side: region of each completed call's arguments.
         result_side: region of each completed call's result.
         settings: compaction lengths and the notice text.

@@ -23,9 +23,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from ctxmw._registry import register_strategy
-from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.strategies._epochs import repeat_positions
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
 from ctxmw.telemetry.marks import MAX_BREAKPOINTS, count_marks, injected_indices, is_marked
 from ctxmw.telemetry.marks import with_mark as _with_mark

@@ -28,10 +28,10 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw._registry import register_strategy
-from ctxmw._tokens import Counter, count_message, default_counter
-from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.context.tokens import Counter, count_message, default_counter
+from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = ["ClearToolResults", "clear_tool_results"]

@@ -12,8 +12,7 @@ byte-stable between steps.
 
 from __future__ import annotations
 
-from ctxmw._registry import register_strategy
-from ctxmw.budget import Counter
+from ctxmw.context.budget import Counter
 from ctxmw.strategies._fold import (
     due_fold,
     measure,
@@ -22,6 +21,7 @@ from ctxmw.strategies._fold import (
     splice,
     survival_loss,
 )
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["Compact", "compact"]

@@ -27,10 +27,10 @@ from pathlib import Path
 
 from anyio import to_thread
 
-from ctxmw._inbox_files import ABORT, Skipped, scan, take
-from ctxmw._registry import register_strategy
 from ctxmw.errors import Aborted
 from ctxmw.inbox import inbox_dir, inbox_removed_dir
+from ctxmw.inbox._files import ABORT, Skipped, scan, take
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = ["inbox"]

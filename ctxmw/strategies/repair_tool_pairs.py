@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxmw._registry import register_strategy
-from ctxmw._validate import Pairing, scan
+from ctxmw.messages.validate import Pairing, scan
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["repair_tool_pairs"]

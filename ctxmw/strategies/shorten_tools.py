@@ -10,10 +10,10 @@ import json
 from dataclasses import asdict
 from typing import Any
 
-from ctxmw._registry import register_strategy
-from ctxmw._tools import ToolIndex, index_tools
+from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._regions import Region, render
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["shorten_tools"]

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from ctxmw._registry import register_strategy
-from ctxmw._tools import index_tools
+from ctxmw.messages.pairs import index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._epochs import EpochPlan, apply_plan
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["fixed_epoch_plan", "shorten_tools_epoch"]

@@ -20,9 +20,8 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ctxmw._registry import register_strategy
-from ctxmw._survival import message_text
-from ctxmw.budget import Counter
+from ctxmw.context.budget import Counter
+from ctxmw.context.survival import message_text
 from ctxmw.strategies._fold import (
     Fold,
     digest,
@@ -33,6 +32,7 @@ from ctxmw.strategies._fold import (
     splice,
     survival_loss,
 )
+from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = [

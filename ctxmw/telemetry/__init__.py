@@ -7,8 +7,8 @@ for the wrapper, and :mod:`ctxmw.telemetry.stats` summarises ledgers. litellm is
 
 from __future__ import annotations
 
+from ctxmw.messages.canonical import DigestCache, canonical_bytes, payload_digest, tools_digest
 from ctxmw.telemetry.bust import Bust, CallShape, attribute_bust, call_shape
-from ctxmw.telemetry.canonical import DigestCache, canonical_bytes, payload_digest, tools_digest
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter, TokenCounter
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker, common_prefix_length
 from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, ledger_path, log_record

@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from ctxmw.telemetry.canonical import DigestCache
+from ctxmw.messages.canonical import DigestCache
 from ctxmw.telemetry.prefix import common_prefix_length
 
 __all__ = ["Bust", "CallShape", "attribute_bust", "call_shape"]

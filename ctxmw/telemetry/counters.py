@@ -18,7 +18,7 @@ from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import Any, Protocol
 
-from ctxmw.telemetry.canonical import canonical_bytes
+from ctxmw.messages.canonical import canonical_bytes
 
 __all__ = [
     "ApproxCounter",

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from ctxmw.telemetry.canonical import DigestCache, payload_digest, tools_digest
+from ctxmw.messages.canonical import DigestCache, payload_digest, tools_digest
 from ctxmw.telemetry.counters import (
     LiteLLMCounter,
     TokenCounter,

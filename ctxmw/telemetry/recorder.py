@@ -30,11 +30,11 @@ from typing import Any
 
 import anyio
 
-from ctxmw._tokens import input_window
-from ctxmw.budget import Budget
+from ctxmw.context.budget import Budget
+from ctxmw.context.tokens import input_window
+from ctxmw.messages.canonical import DigestCache, tools_digest
 from ctxmw.settings import Settings
 from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
-from ctxmw.telemetry.canonical import DigestCache, tools_digest
 from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, ledger_path

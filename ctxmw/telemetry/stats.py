@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxmw._plot import pyplot
 from ctxmw.errors import UsageError
+from ctxmw.telemetry.plot import pyplot
 
 __all__ = ["SessionStats", "format_table", "load_ledgers", "plot_ledger", "summarise"]
 

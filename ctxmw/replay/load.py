@@ -18,8 +18,8 @@ from typing import Any
 
 import anyio
 
-from ctxmw._transcript import TranscriptFile
 from ctxmw.errors import InvalidTranscriptError, UsageError
+from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.types import Messages
 
 __all__ = ["load_transcript", "synthetic_name"]

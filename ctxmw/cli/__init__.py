@@ -7,9 +7,9 @@ import sys
 from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
-from ctxmw._cli_inbox import add_inbox_commands
-from ctxmw._cli_replay import add_replay_command
-from ctxmw._cli_show import add_show_command
+from ctxmw.cli.inbox import add_inbox_commands
+from ctxmw.cli.replay import add_replay_command
+from ctxmw.cli.show import add_show_command
 from ctxmw.errors import UsageError
 
 __all__ = ["main"]

@@ -32,8 +32,8 @@ from pathlib import Path
 
 from anyio import to_thread
 
-from ctxmw._inbox_files import ABORT, FileEntry, place, scan
 from ctxmw.errors import UsageError
+from ctxmw.inbox._files import ABORT, FileEntry, place, scan
 
 __all__ = ["InboxEntry", "abort", "deliver", "inbox_dir", "inbox_removed_dir", "list_inbox"]
 

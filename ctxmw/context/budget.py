@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw._tokens import (
+from ctxmw.context.tokens import (
     DEFAULT_CONTEXT_WINDOW,
     Counter,
     count_message,

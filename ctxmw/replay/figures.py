@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw._replay_caching import CACHING_MODELS, Prices, Split
+from ctxmw.replay.caching import CACHING_MODELS, Prices, Split
 
 __all__ = ["CallFigures", "ReplayResult", "Retention", "StrategyFigures", "retention"]
 

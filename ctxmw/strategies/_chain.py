@@ -8,9 +8,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxmw._registry import get_strategy
 from ctxmw.errors import Aborted, StrategyError, UsageError
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
+from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
 
 __all__ = ["apply_strategies", "prepare_prompt", "resolve_strategies"]

@@ -16,9 +16,9 @@ from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any, TypeAlias, TypeVar
 
-from ctxmw._compact import compact_content
-from ctxmw._survival import missing_items, protected_tokens
+from ctxmw.context.survival import missing_items, protected_tokens
 from ctxmw.errors import UsageError
+from ctxmw.messages.shorten import compact_content
 
 __all__ = ["Compressor", "apply_compressor", "compressor", "get_compressor", "unregister"]
 
@@ -49,7 +49,7 @@ def compressor(tool_name: str, *, replace: bool = False) -> Callable[[C], C]:
         if old is not None and old is not fn and not replace:
             raise UsageError(
                 f"Tool {tool_name!r} already has a compressor ({old!r}); pass replace=True "
-                "to replace it or ctxmw.compressors.unregister(name) first."
+                "to replace it or ctxmw.context.compressors.unregister(name) first."
             )
         _compressors[tool_name] = fn
         return fn

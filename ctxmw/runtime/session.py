@@ -14,7 +14,7 @@ Decisions the specification leaves open:
 * ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
   the model calls a tool given as a plain dict, the response is returned to the caller and the
   assistant message is saved: answer its calls with ``run([...tool results])``.
-* Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw._turn`. With
+* Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
   Notes carried by a call that raised are kept and delivered again (at the end of the next
@@ -35,7 +35,6 @@ from uuid import uuid4
 
 import anyio
 
-from ctxmw._chain import apply_strategies, resolve_strategies
 from ctxmw._litellm import (
     CompletionFn,
     default_completion,
@@ -43,14 +42,15 @@ from ctxmw._litellm import (
     message_dict,
     response_message,
 )
-from ctxmw._lockfile import SaveFileLock
-from ctxmw._stream import PersistingStream
-from ctxmw._tool_schema import ToolSet
-from ctxmw._tools_exec import run_tool_calls, tool_calls_of
-from ctxmw._transcript import TranscriptFile, match_history
-from ctxmw._turn import Turn, delivered_notes
 from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.runtime.lock import SaveFileLock
+from ctxmw.runtime.stream import PersistingStream
+from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
+from ctxmw.runtime.tool_schema import ToolSet
+from ctxmw.runtime.transcript import TranscriptFile, match_history
+from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 
@@ -232,7 +232,7 @@ class Session:
         """A stateless caller's whole history: what is new beyond the transcript.
 
         The strategies then see the transcript (tool rounds the loop ran included) plus the new
-        messages. If the history diverged (see :func:`~ctxmw._transcript.match_history`), the
+        messages. If the history diverged (see :func:`~ctxmw.runtime.transcript.match_history`), the
         old file is kept as a numbered generation and a new transcript starts with the history.
         """
         given = [message_dict(m) for m in history]

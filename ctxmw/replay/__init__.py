@@ -5,7 +5,7 @@ that message. At every call point each strategy list is applied to the transcrip
 :class:`~ctxmw.types.StrategyContext`, no save_file), exactly as the wrapper would, and the prompt
 is measured: tokens sent, the common prefix with the previous call's prompt, what each caching
 model reads from and writes to the cache, and the cost at one model's prices (see
-:mod:`ctxmw._replay_caching` for the caching models and where prices come from). ``none`` is
+:mod:`ctxmw.replay.caching` for the caching models and where prices come from). ``none`` is
 always replayed: it is the baseline of every ratio.
 
 Token counts are litellm's (the model's tokenizer) unless another counter is passed; each distinct
@@ -18,8 +18,10 @@ import dataclasses
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxmw._chain import NamedStrategy, apply_strategies, resolve_strategies
-from ctxmw._replay_caching import (
+from ctxmw.context.tokens import input_window
+from ctxmw.errors import UsageError
+from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.replay.caching import (
     CACHING_MODELS,
     MARKING_MODEL,
     Prices,
@@ -30,14 +32,12 @@ from ctxmw._replay_caching import (
     end_breakpoint_split,
     model_prices,
 )
-from ctxmw._replay_figures import CallFigures, ReplayResult, Retention, StrategyFigures, retention
-from ctxmw._replay_load import load_transcript, synthetic_name
-from ctxmw._synthetic import synthetic_transcript
-from ctxmw._tokens import input_window
-from ctxmw.errors import UsageError
+from ctxmw.replay.figures import CallFigures, ReplayResult, Retention, StrategyFigures, retention
+from ctxmw.replay.load import load_transcript, synthetic_name
+from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.settings import Settings, resolve_settings
+from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
 from ctxmw.strategies.cache_breakpoints import cache_breakpoints
-from ctxmw.telemetry.canonical import canonical_bytes
 from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
 from ctxmw.telemetry.prefix import PrefixTracker
 from ctxmw.telemetry.rules import uses_breakpoints

@@ -10,8 +10,6 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from ctxmw._replay_format import format_table, plot_replay
-from ctxmw._synthetic import synthetic_transcript
 from ctxmw.errors import UsageError
 from ctxmw.replay import (
     DEFAULT_MODEL,
@@ -21,6 +19,8 @@ from ctxmw.replay import (
     replay,
     synthetic_name,
 )
+from ctxmw.replay.format import format_table, plot_replay
+from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter
 from ctxmw.types import Messages
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from ctxmw.budget import Counter, count_message, default_counter
+from ctxmw.context.budget import Counter, count_message, default_counter
 from ctxmw.errors import ContextOverflowError, UsageError
 from ctxmw.types import Messages
 

@@ -1,8 +1,8 @@
 """``ctxmw.acompletion``: a drop-in for ``litellm.acompletion`` with prompt strategies.
 
-Each call builds a :class:`~ctxmw.session.Session` of its own (settings are read now), treats
+Each call builds a :class:`~ctxmw.runtime.session.Session` of its own (settings read now), treats
 ``messages`` as the caller's whole history (saved to ``save_file`` as described in
-:mod:`ctxmw._transcript`), and runs one round, or the tool loop when ``tools`` holds Python
+:mod:`ctxmw.runtime.transcript`), and runs one round, or the tool loop when ``tools`` holds Python
 callables.
 
 Telemetry needs the previous call of the same session: consecutive stateless calls on one
@@ -26,7 +26,7 @@ from typing import Any
 
 from ctxmw._litellm import CompletionFn
 from ctxmw.errors import UsageError
-from ctxmw.session import Session, ToolSpec
+from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import StrategySpec

@@ -1,4 +1,4 @@
-"""``ctxmw show SAVE_FILE``: print a transcript readably (the face of :mod:`ctxmw._show`)."""
+"""``ctxmw show SAVE_FILE``: print a transcript readably (the face of :mod:`ctxmw.cli.view`)."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
-from ctxmw._show import format_transcript
-from ctxmw._transcript import TranscriptFile
+from ctxmw.cli.view import format_transcript
 from ctxmw.errors import InvalidTranscriptError
+from ctxmw.runtime.transcript import TranscriptFile
 
 __all__ = ["add_show_command"]
 

@@ -15,7 +15,7 @@ from collections.abc import Callable
 from functools import lru_cache
 from typing import Any
 
-from ctxmw._survival import content_text
+from ctxmw.context.survival import content_text
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",

@@ -7,9 +7,9 @@ from itertools import accumulate
 from pathlib import Path
 from typing import Any
 
-from ctxmw._plot import pyplot
-from ctxmw._replay_caching import CACHING_MODELS
-from ctxmw._replay_figures import ReplayResult, StrategyFigures
+from ctxmw.replay.caching import CACHING_MODELS
+from ctxmw.replay.figures import ReplayResult, StrategyFigures
+from ctxmw.telemetry.plot import pyplot
 
 __all__ = ["format_table", "plot_replay"]
 

@@ -21,8 +21,8 @@ import anyio
 import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
-from ctxmw._tool_schema import Tool, ToolSet
 from ctxmw.errors import Aborted
+from ctxmw.runtime.tool_schema import Tool, ToolSet
 from ctxmw.types import Message, Messages
 
 __all__ = ["run_tool_calls", "tool_calls_of"]

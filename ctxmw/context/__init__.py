@@ -1,0 +1,1 @@
+"""Context engineering: token counting, budgets, segments, compressors, survival checks."""

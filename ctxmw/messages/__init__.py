@@ -1,0 +1,1 @@
+"""The message toolkit: canonical form, tool-call pairing, shortening, validation."""

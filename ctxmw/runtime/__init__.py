@@ -1,0 +1,1 @@
+"""The runtime: Session, the acompletion wrapper, the tool loop, the transcript file."""
