@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import importlib
+import importlib.util
+from pathlib import Path
+
 import ctxmw
 
 PUBLIC = [
@@ -68,3 +72,18 @@ def test_error_tree() -> None:
     assert all(issubclass(e, ctxmw.UsageError) for e in usage)
     assert all(issubclass(e, ctxmw.CtxmwRuntimeError) for e in runtime)
     assert not issubclass(ctxmw.Aborted, ctxmw.CtxmwError)
+
+
+def test_the_package_root_holds_at_most_twelve_modules() -> None:
+    root = Path(ctxmw.__file__).parent
+    assert len(list(root.glob("*.py"))) <= 12
+
+
+def test_strategy_modules_are_not_shadowed_by_their_strategies() -> None:
+    import types
+
+    module = importlib.import_module("ctxmw.strategies.compact")
+    assert isinstance(module, types.ModuleType)
+    assert ctxmw.strategies.compact is module
+    assert not isinstance(ctxmw.budget, types.ModuleType)
+    assert importlib.util.find_spec("ctxmw.budget") is None
