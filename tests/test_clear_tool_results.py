@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 
 from ctxmw import Settings, validate
-from ctxmw.context.tokens import count_message
+from ctxmw.context.tokens import LiteLLMCounter
 from ctxmw.strategies.clear_tool_results import ClearToolResults, clear_tool_results
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group, transcripts
@@ -17,8 +17,7 @@ from tests.transcripts import adjacent_calls, call, group, transcripts
 Run = Callable[..., Messages]
 
 
-def one_token(text: str) -> int:
-    return 1
+one_token = LiteLLMCounter(text_tokens=lambda text: 1)
 
 
 def results(prompt: Messages) -> list[object]:
@@ -44,7 +43,7 @@ def test_over_the_trigger_all_but_the_newest_keep_results_are_cleared(run: Run) 
 
 def test_the_trigger_is_strict_and_counts_the_whole_prompt() -> None:
     msgs = adjacent_calls(5)
-    total = sum(count_message(m, one_token) for m in msgs)
+    total = sum(one_token.message_tokens("", m) for m in msgs)
     at = ClearToolResults(trigger=total, counter=one_token)
     below = ClearToolResults(trigger=total - 1, counter=one_token)
     assert at(msgs, StrategyContext(settings=Settings())) is msgs

@@ -28,7 +28,7 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.tokens import Counter, count_message, default_counter
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
@@ -60,8 +60,8 @@ class ClearToolResults:
         exclude_tools: tool names whose results are never cleared.
         placeholder: the text that replaces a cleared result (default ``"[cleared]"``).
         clear_tool_inputs: also replace a cleared call's arguments with ``"{}"``.
-        counter: text -> tokens; default ``litellm.token_counter`` for the call's model. Pass
-            the same function object on every call: counts are memoised per counter.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
+            model. Inside a session each distinct message is counted once.
     """
 
     def __init__(
@@ -72,7 +72,7 @@ class ClearToolResults:
         exclude_tools: Collection[str] | None = None,
         placeholder: str | None = None,
         clear_tool_inputs: bool | None = None,
-        counter: Counter | None = None,
+        counter: TokenCounter | None = None,
     ) -> None:
         self.keep = keep
         self.trigger = trigger
@@ -89,8 +89,7 @@ class ClearToolResults:
         index = index_tools(messages)
         if len(index.calls) <= opts.keep:
             return messages
-        counter = self.counter if self.counter is not None else default_counter(ctx.model)
-        if not _exceeds(messages, opts.trigger, counter):
+        if not _exceeds(messages, opts.trigger, as_counter(self.counter), ctx.model):
             return messages
         stats["triggered"] = True
         out, stats["cleared"] = _clear(messages, index, opts)
@@ -116,11 +115,13 @@ clear_tool_results = register_strategy("clear_tool_results")(ClearToolResults())
 """The registered instance: ``prompt_strategies="clear_tool_results"``."""
 
 
-def _exceeds(messages: Sequence[Any], trigger: int, counter: Counter) -> bool:
+def _exceeds(
+    messages: Sequence[Any], trigger: int, counter: TokenCounter, model: str | None
+) -> bool:
     """Whether the messages hold more than ``trigger`` tokens (stops counting once they do)."""
     total = 0
     for message in messages:
-        total += count_message(message, counter)
+        total += count_messages(counter, model, [message])[0]
         if total > trigger:
             return True
     return False
