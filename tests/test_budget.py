@@ -1,4 +1,4 @@
-"""Budget accounting: layers, window from litellm, bands, the record, per-session memoised counts."""
+"""Budget: layers, window from litellm, bands, the record, counts memoised per session."""
 
 from __future__ import annotations
 
