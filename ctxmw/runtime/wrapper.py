@@ -106,6 +106,9 @@ async def acompletion(
 
 
 _MAX_RECORDERS = 1024
+# Each recorder holds its conversation's last payload: bound what all of them keep (about four
+# bytes a token), so conversations a stateless caller has finished do not pin their transcripts.
+_MAX_HELD_TOKENS = 8_000_000
 _recorders: OrderedDict[str, CallRecorder] = OrderedDict()
 
 
@@ -117,8 +120,9 @@ def _shared_recorder(
     recorder = fresh if known is None else known
     recorder.settings, recorder.hooks = settings, list(on_call)
     _recorders[fresh.session] = recorder
-    while len(_recorders) > _MAX_RECORDERS:
-        _recorders.popitem(last=False)
+    held = sum(r.held_tokens for r in _recorders.values())
+    while len(_recorders) > 1 and (len(_recorders) > _MAX_RECORDERS or held > _MAX_HELD_TOKENS):
+        held -= _recorders.popitem(last=False)[1].held_tokens
     return recorder
 
 
