@@ -15,7 +15,8 @@ import json
 from itertools import product
 
 from ctxmw import Segment, Settings, StrategyContext, assemble, budget
-from ctxmw.context.budget import count_message
+from ctxmw.context.tokens import LiteLLMCounter
+from ctxmw.messages.canonical import canonical_json
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages
 
@@ -26,9 +27,12 @@ TOOLS = "lookup_order(order_id) -> the order's status, items and delivery histor
 FILLER = "\n".join(f"event {k}: parcel scanned at a depot, no action needed" for k in range(24))
 
 
-def tokens(text: str) -> int:
-    """A cheap deterministic counter: about four characters a token."""
+def quarter(text: str) -> int:
+    """About four characters a token: cheap and deterministic."""
     return len(text) // 4 + 1
+
+
+tokens = LiteLLMCounter(text_tokens=quarter)  # litellm frames the messages, quarter() the text
 
 
 compact = Compact(counter=tokens)
@@ -68,10 +72,10 @@ def reused(previous: Messages, current: Messages) -> float:
     """Share of ``current``'s tokens in leading messages identical to ``previous``'s."""
     same = 0
     for old, new in zip(previous, current, strict=False):
-        if json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
+        if canonical_json(old) != canonical_json(new):
             break
-        same += count_message(new, tokens)
-    return same / sum(count_message(m, tokens) for m in current)
+        same += tokens.message_tokens("", new)
+    return same / sum(tokens.message_tokens("", m) for m in current)
 
 
 def simulate(compaction: bool, stable: bool) -> tuple[float, float, bool]:
