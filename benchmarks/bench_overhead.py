@@ -69,7 +69,7 @@ def transcript(n: int) -> list[dict[str, Any]]:
     while len(messages) < n:
         messages += round_of(k)
         k += 1
-    return messages[:n] if messages[n - 1]["role"] != "assistant" else messages[:n]
+    return messages[:n]
 
 
 class Instant:
