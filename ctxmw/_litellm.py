@@ -105,3 +105,37 @@ def _without_none(value: Any) -> Any:
     if isinstance(value, list):
         return [_without_none(v) for v in value]
     return value
+
+
+def model_info(model: str | None) -> dict[str, Any]:
+    """litellm's model-map entry for ``model`` (prices, window, provider), or ``{}`` if unmapped.
+
+    Quiet: litellm prints a provider list to stdout for unknown models; the caller's stdout is
+    not litellm's.
+    """
+    if not model:
+        return {}
+    return dict(_model_info(model))
+
+
+@functools.lru_cache(maxsize=256)
+def _model_info(model: str) -> tuple[tuple[str, Any], ...]:
+    import contextlib
+    import io
+
+    litellm = load_litellm()
+    with contextlib.redirect_stdout(io.StringIO()):
+        try:
+            return tuple(dict(litellm.get_model_info(model)).items())
+        except Exception:  # litellm raises bare Exception subclasses for unmapped models
+            return ()
+
+
+def provider_of(model: str | None) -> str | None:
+    """litellm's provider name for ``model`` (``anthropic``, ``openai``, ...), or None."""
+    if not model:
+        return None
+    provider = model_info(model).get("litellm_provider")
+    if isinstance(provider, str) and provider:
+        return provider
+    return model.split("/", 1)[0] if "/" in model else None
