@@ -52,12 +52,12 @@ def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> di
     return cost
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [4, 5])
 def test_optimum_is_the_cheapest_of_every_schedule(seed: int) -> None:
     messages = synthetic_transcript(14, seed=seed)
     s = Settings(**TIERS)
     points = call_points(messages)
-    assert 8 <= len(points) <= 12
+    assert 8 <= len(points) <= 9  # 2^9 schedules at most
     costs = [
         schedule_cost(messages, moves, s)
         for k in range(len(points) + 1)
@@ -75,6 +75,7 @@ def test_optimum_is_the_cheapest_of_every_schedule(seed: int) -> None:
     )
     for key in ("auto", "end_breakpoint"):
         assert best.cost[key] == pytest.approx(min(c[key] for c in costs), rel=1e-9)
+    assert max(best.moves.values()) >= 1  # not vacuous: the cheapest schedule does move
     # breakpoints is a lower bound: never above what the end-of-prompt marks cost.
     assert best.cost["breakpoints"] <= best.cost["end_breakpoint"] + 1e-12
 

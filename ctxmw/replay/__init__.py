@@ -86,6 +86,7 @@ async def replay(
     counter: TokenCounter | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    optimal: bool = True,
 ) -> ReplayResult:
     """Replay ``transcripts`` through each strategy list and measure every call point.
 
@@ -99,6 +100,8 @@ async def replay(
         counter: counts tokens; default litellm's ``token_counter`` (``ApproxCounter`` is fast).
         settings: strategy settings (a ``Settings`` or overrides); default: the environment.
         tools: the tool definitions the agent sent with every call (they lead every prompt).
+        optimal: also compute the cheapest boundary schedule of each transcript
+            (:mod:`ctxmw.replay.optimal`); ``cost_ratio_to_optimal`` is None without it.
 
     Raises:
         UsageError: an unknown strategy, an unpriced model, or no call point at all.
@@ -116,7 +119,7 @@ async def replay(
     shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
     run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    optima = [run.optimum(messages) for messages in named.values()]
+    optima = [run.optimum(messages) for messages in named.values()] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
