@@ -50,11 +50,50 @@ LISTS = [
 FULL_LENGTHS = (20, 30, 45, 73, 110, 160, 240, 400, 650, 1000)
 QUICK_LENGTHS = (20, 45, 73, 160, 400)
 REAL = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
-_WORDS = (
-    "def return self value config path error result request token cache prompt message tool call "
-    "agent test file line module import class async await data index offset limit status user "
-    "model epoch window prefix budget record session strategy output input json list"
-).split()
+_WORDS = [
+    "def",
+    "return",
+    "self",
+    "value",
+    "config",
+    "path",
+    "error",
+    "result",
+    "request",
+    "token",
+    "cache",
+    "prompt",
+    "message",
+    "tool",
+    "call",
+    "agent",
+    "test",
+    "file",
+    "line",
+    "module",
+    "import",
+    "class",
+    "async",
+    "await",
+    "data",
+    "index",
+    "offset",
+    "limit",
+    "status",
+    "user",
+    "model",
+    "epoch",
+    "window",
+    "prefix",
+    "budget",
+    "record",
+    "session",
+    "strategy",
+    "output",
+    "input",
+    "json",
+    "list",
+]
 
 
 def session(n_calls: int, seed: int) -> Messages:
@@ -123,7 +162,11 @@ async def measure(
     """Replay every transcript; the default's ``auto`` column with the ``openai`` rule."""
     main = await replay(transcripts, LISTS, model=model, counter=counter)
     auto = await replay(
-        transcripts, ["default"], model=model, counter=counter, settings={"cache_rule": "openai"},
+        transcripts,
+        ["default"],
+        model=model,
+        counter=counter,
+        settings={"cache_rule": "openai"},
         optimal=False,
     )
     return [_conversation(main.only(i), auto.only(i)) for i in range(len(transcripts))]
@@ -193,7 +236,9 @@ def _goals(
         worst_long = max(
             r.cost["default"][k] / r.cost["none"][k] for r in long for k in CACHING_MODELS
         )
-        print(f"  long sessions <= 0.55x none: worst {worst_long:.3f}  {verdict(worst_long <= 0.55)}")
+        print(
+            f"  long sessions <= 0.55x none: worst {worst_long:.3f}  {verdict(worst_long <= 0.55)}"
+        )
     gap = max(_opt(rows, "default", k) for k in CACHING_MODELS)
     print(f"  within 1.10x of the optimum in aggregate: {gap:.3f}  {verdict(gap <= 1.10)}")
     cheaper = all(

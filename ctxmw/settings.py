@@ -133,10 +133,11 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_break_even: float = Field(
-        1.0,
+        2.0,
         gt=0,
         description="shorten_tools_economic: move the boundary once the rent paid since the last "
-        "move reaches this multiple of the rewrite cost (1.0: the ski-rental break-even).",
+        "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
+        "break-even; 2.0 risks less against sending everything).",
     )
 
     telemetry: bool = Field(

@@ -1,8 +1,9 @@
 """Invariants of every built-in strategy and their compositions, over generated transcripts.
 
 (a) output validates whenever input validates; (b) the input list and its dicts are unchanged;
-(c) for the epoch strategies (and the economic schedule), within one epoch the prompt at a call point is, message by
-message, an exact prefix of the prompt at any later call point of the same epoch.
+(c) for the epoch strategies and the economic schedule, within one epoch the prompt at a call
+point is, message by message, an exact prefix of the prompt at any later call point of the same
+epoch.
 """
 
 from __future__ import annotations

@@ -97,7 +97,7 @@ def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
             continue
         rent += (stay - moved) * econ.read
         purchase = (moved - sizes.head) * (econ.write - econ.read)
-        assert (p in at) == (rent >= purchase), p
+        assert (p in at) == (rent >= s.economic_break_even * purchase), p
         if p in at:
             boundary, rent = at[p], 0.0
 
@@ -107,7 +107,8 @@ def test_a_long_session_is_compacted_and_stays_valid() -> None:
     prompt, ctx = prompt_at(source)
     validate(prompt)
     assert len(json.dumps(prompt)) < len(json.dumps(source)) / 3
-    assert ctx.stats[NAME]["rule"] == "breakpoints" and ctx.stats[NAME]["moves"] >= 3
+    assert ctx.stats[NAME]["rule"] == "breakpoints"
+    assert ctx.stats[NAME]["moves"] >= 3
 
 
 def test_never_over_the_window_while_the_tiers_fit() -> None:
@@ -132,7 +133,8 @@ def test_a_cold_cache_takes_the_pending_compaction() -> None:
     warm, _ = prompt_at(source[:-2], memo=dict(memo), now=10.0)
     assert warm == source[:-2]  # under the TTL: no move
     cold, ctx = prompt_at(source[:-2], memo=memo, now=1000.0)  # idle 1,000 s > 300 s
-    assert ctx.stats[NAME]["cold"] and len(json.dumps(cold)) < len(json.dumps(source[:-2]))
+    assert ctx.stats[NAME]["cold"]
+    assert len(json.dumps(cold)) < len(json.dumps(source[:-2]))
     # Remembered: the next (warm) call extends the cold call's prompt byte for byte.
     after, _ = prompt_at(source, memo=memo, now=1010.0)
     assert after[: len(cold)] == cold
@@ -143,7 +145,8 @@ def test_a_model_switch_is_a_cold_cache() -> None:
     memo: dict[str, Any] = {}
     prompt_at(source[:-2], memo=memo, now=0.0)
     switched, ctx = prompt_at(source, model="gpt-4o", memo=memo, now=1.0)
-    assert ctx.stats[NAME]["cold"] and switched != source
+    assert ctx.stats[NAME]["cold"]
+    assert switched != source
 
 
 def test_a_session_passes_its_clock_to_the_strategies() -> None:
@@ -173,3 +176,15 @@ def test_byte_stable_between_moves_with_cold_gaps(messages: Messages, gaps: list
         if previous is not None and moves == previous_moves:
             assert prompt[: len(previous)] == previous
         previous, previous_moves = prompt, moves
+
+
+def test_bad_economic_settings_name_the_variable(monkeypatch: Any) -> None:
+    import pytest
+
+    from ctxmw import SettingsError
+
+    with pytest.raises(SettingsError, match="economic_break_even"):
+        Settings(economic_break_even=0)
+    monkeypatch.setenv("CTXMW_CACHE_TTL", "-5")
+    with pytest.raises(SettingsError, match="CTXMW_CACHE_TTL"):
+        Settings()
