@@ -28,10 +28,11 @@ import math
 from bisect import bisect_left
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from itertools import accumulate
 from typing import Any
 
-from ctxmw._litellm import model_info, provider_of
+from ctxmw._litellm import llm_provider, model_info
 from ctxmw.context.tokens import input_window
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
@@ -100,23 +101,44 @@ def economics(model: str | None, settings: Settings) -> Economics:
     An unknown model (None) is taken to cache automatically at the usual discount, unless the
     ``cache_rule`` setting names a rule.
     """
-    provider = provider_of(model)
+    provider = _provider(model)
     if model:
         rule = resolve_rule(settings.cache_rule, model, provider)
     else:
         rule = "exact" if settings.cache_rule == "auto" else settings.cache_rule
-    info = model_info(model)
-    price = _price(info, "input_cost_per_token") or 1.0
-    read = _price(info, "cache_read_input_token_cost") or price * UNPRICED_READ_SHARE
+    listed_input, listed_read, listed_write = _prices(model)
+    price = listed_input or 1.0
+    read = listed_read or price * UNPRICED_READ_SHARE
     write = price
     if rule == "breakpoints":
-        write = _price(info, "cache_creation_input_token_cost") or price * WRITE_PREMIUM
+        write = listed_write or price * WRITE_PREMIUM
     if rule == "none":
         read = write = price
     ttl = settings.cache_ttl or _PROVIDER_TTL.get(provider or "", DEFAULT_TTL.get(rule, math.inf))
     window = settings.context_window or input_window(model)
     minimum = cache_minimum(rule, model or "", provider)
     return Economics(rule, price, read, write, minimum, ttl, window - settings.output_reservation)
+
+
+def _provider(model: str | None) -> str | None:
+    if not model:
+        return None
+    routed = llm_provider(model)
+    if routed is not None:
+        return routed[1]
+    return model.split("/", 1)[0] if "/" in model else None
+
+
+@lru_cache(maxsize=256)
+def _prices(model: str | None) -> tuple[float | None, float | None, float | None]:
+    """Input, cache-read and cache-write prices from litellm's map (None where it has none)."""
+    info = model_info(model) if model else {}
+    keys = (
+        "input_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    )
+    return _price(info, keys[0]), _price(info, keys[1]), _price(info, keys[2])
 
 
 def _price(info: dict[str, Any], key: str) -> float | None:
