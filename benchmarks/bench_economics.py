@@ -255,6 +255,19 @@ def _goals(
         f"  cheaper than clear_tool_results ({ratios} x) with >= 10x the results visible "
         f"({seen} vs {clear}): {verdict(ok)}"
     )
+    # Below its 100k-token trigger clear_tool_results sends everything: where it acts.
+    acts = [r for r in rows if r.visible["clear_tool_results"] < r.visible["none"]]
+    if acts:
+        cheaper = all(
+            _sum(acts, "default", k) < _sum(acts, "clear_tool_results", k) for k in CACHING_MODELS
+        )
+        seen = sum(r.visible["default"] for r in acts)
+        clear = sum(r.visible["clear_tool_results"] for r in acts)
+        ok = cheaper and seen >= 10 * clear
+        print(
+            f"  the same where clear_tool_results clears ({len(acts)} conversations; "
+            f"{seen} vs {clear} visible): {verdict(ok)}"
+        )
 
 
 async def _load(quick: bool, seeds: int) -> dict[str, Messages]:
