@@ -109,3 +109,14 @@ def test_per_transcript_holds_each_conversation(figures: dict[str, Any]) -> None
         best = sum(entry["optimal"]["cost"][key] for entry in per)
         assert best == pytest.approx(figures["optimal"]["cost"][key], abs=1e-5)
     assert set(per[0]["strategies"]["default"]) == set(figures["strategies"]["default"])
+
+
+def test_the_table_shows_the_limit_as_a_row() -> None:
+    from ctxmw.replay.format import format_table
+
+    result = anyio.run(
+        lambda: replay([synthetic_transcript(30, seed=2)], ["default"], counter=ApproxCounter())
+    )
+    rows = {line.split("  ")[0].strip(): line for line in format_table(result).splitlines()}
+    assert "optimal (the limit)" in rows
+    assert "x opt" in rows["default"]
