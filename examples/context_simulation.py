@@ -27,15 +27,13 @@ TOOLS = "lookup_order(order_id) -> the order's status, items and delivery histor
 FILLER = "\n".join(f"event {k}: parcel scanned at a depot, no action needed" for k in range(24))
 
 
-def quarter(text: str) -> int:
-    """About four characters a token: cheap and deterministic."""
+def tokens(text: str) -> int:
+    """A cheap deterministic counter: about four characters a token."""
     return len(text) // 4 + 1
 
 
-tokens = LiteLLMCounter(text_tokens=quarter)  # litellm frames the messages, quarter() the text
-
-
-compact = Compact(counter=tokens)
+COUNTER = LiteLLMCounter(text_tokens=tokens)
+compact = Compact(counter=COUNTER)
 
 
 def turn_messages(t: int, query: dict[str, object]) -> Messages:
@@ -65,7 +63,7 @@ def prompt_for(t: int, history: Messages, stable: bool) -> Messages:
         Segment("history", history, trust="user", stable=True),
         Segment("query", question, trust="user"),
     ]
-    return assemble(segments, 10**9, counter=tokens).messages
+    return assemble(segments, 10**9, counter=COUNTER).messages
 
 
 def reused(previous: Messages, current: Messages) -> float:
@@ -74,8 +72,8 @@ def reused(previous: Messages, current: Messages) -> float:
     for old, new in zip(previous, current, strict=False):
         if canonical_json(old) != canonical_json(new):
             break
-        same += tokens.message_tokens("", new)
-    return same / sum(tokens.message_tokens("", m) for m in current)
+        same += COUNTER.message_tokens("", new)
+    return same / sum(COUNTER.message_tokens("", m) for m in current)
 
 
 def simulate(compaction: bool, stable: bool) -> tuple[float, float, bool]:
@@ -87,7 +85,7 @@ def simulate(compaction: bool, stable: bool) -> tuple[float, float, bool]:
         query = prompt[-1]
         if compaction:
             prompt = compact(prompt, StrategyContext(settings=SETTINGS))
-        b = budget(prompt, counter=tokens, context_window=16_000, output_reservation=2_000)
+        b = budget(prompt, counter=COUNTER, context_window=16_000, output_reservation=2_000)
         peak = max(peak, b.utilisation)
         if previous:
             reuse.append(reused(previous, prompt))
