@@ -12,6 +12,7 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
         ├── StrategyError          a strategy raised; the original is chained
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
         ├── SaveFileBusy           another writer holds the save_file
+        ├── SaveFileWriteError     the save_file could not be written (disk full, ...)
         └── CompactionLossError    compaction would have lost a durable line
 
     Aborted                        control flow, not an error: an ``abort`` file
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
     "SaveFileBusy",
+    "SaveFileWriteError",
     "SettingsError",
     "StrategyError",
     "UnknownStrategyError",
@@ -161,6 +163,28 @@ class SaveFileBusy(CtxmwRuntimeError):
             f"The save_file {save_file!r} is in use by {who} (lock file {lock_file!r}); two "
             "writers on one transcript are refused. Wait for it to finish, use another "
             "save_file, or delete the lock file if that process is gone."
+        )
+
+
+class SaveFileWriteError(CtxmwRuntimeError):
+    """The save_file could not be written (disk full, permissions); the OSError is chained.
+
+    Nothing of the failed write stays in the file; the session keeps the round in memory
+    (``Session.messages``), and its next successful write saves it.
+
+    Attributes:
+        save_file: the transcript that could not be written.
+        errno: the operating system's error number, when known.
+    """
+
+    def __init__(self, save_file: str, error: OSError) -> None:
+        self.save_file = save_file
+        self.errno = error.errno
+        reason = error.strerror or type(error).__name__
+        super().__init__(
+            f"Could not write the save_file {save_file!r}: {reason} (errno {error.errno}). The "
+            "round is kept in memory and nothing half-written is left in the file: free disk "
+            "space or fix the file's permissions, then call run() on the session to save it."
         )
 
 

@@ -18,7 +18,14 @@ Decisions the specification leaves open:
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
   Notes carried by a call that raised are kept and delivered again (at the end of the next
-  attempt's input) by this session.
+  attempt's input) by this session. The real inbox's files stay claimed meanwhile and move to
+  the removed folder only once the round that carried them is committed; a call that fails,
+  is cancelled or whose stream breaks puts them back into the inbox (see
+  :mod:`ctxmw.runtime._notes`), and :meth:`Session.aclose` gives back those still pending.
+* A round whose save_file write failed (disk full) stays in ``messages``; the next successful
+  write saves it. A retried ``ask()`` of a turn that failed after committing a tool round (the
+  transcript ends with that user message and its unanswered tool loop) continues that turn
+  instead of writing the user message twice.
 """
 
 from __future__ import annotations
@@ -43,11 +50,12 @@ from ctxmw._litellm import (
     response_message,
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile, match_history
+from ctxmw.runtime.transcript import TranscriptFile, match_history, same_message
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
@@ -117,6 +125,8 @@ class Session:
         self._messages: Messages = []
         self._loaded = False
         self._pending: Messages = []
+        self._unsaved: Messages = []  # committed in memory, not yet in the save_file
+        self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self.recorder = CallRecorder(
@@ -142,6 +152,15 @@ class Session:
         """Inbox notes whose model call failed; delivered again on the next attempt."""
         return list(self._pending)
 
+    async def aclose(self) -> None:
+        """Give the inbox files of :attr:`pending_notes` back to the inbox (own names, own order).
+
+        Call it when you will not retry a failed call: the notes are then delivered by the next
+        reader of the inbox, in this process or another, instead of by this session.
+        """
+        returned = await self._notes.release_only(self._pending)
+        self._pending = [n for n in self._pending if not any(n is r for r in returned)]
+
     async def load(self) -> Messages:
         """Read the save_file now (resuming it) and return the transcript."""
         async with self._busy:
@@ -166,7 +185,9 @@ class Session:
             SaveFileBusy: another writer holds the save_file.
         """
         async with self._turn() as turn:
-            turn.stage([message_dict(m) for m in messages])
+            given = [message_dict(m) for m in messages]
+            if not _retries_interrupted_turn(self._messages, given):
+                turn.stage(given)
             return await self._loop(turn)
 
     async def _run_history(self, history: Sequence[Any]) -> Any:
@@ -185,6 +206,7 @@ class Session:
             turn = await self._begin(history)
             stream, prompt = await self._send(turn, 0)
         except BaseException:
+            await self._notes.release(self._pending)
             if lock is not None:
                 await lock.release()
             raise
@@ -199,6 +221,7 @@ class Session:
                 await self._commit(turn)
 
         async def close() -> None:
+            await self._notes.release(self._pending)  # a stream that broke committed nothing
             if lock is not None:
                 await lock.release()
 
@@ -210,6 +233,9 @@ class Session:
             lock = await self._lock()
             try:
                 yield await self._begin(history)
+            except BaseException:
+                await self._notes.release(self._pending)  # carried, but not committed
+                raise
             finally:
                 if lock is not None:
                     await lock.release()
@@ -254,6 +280,14 @@ class Session:
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
             self._messages = await self._file.load()
+            if self._unsaved:
+                logger.warning(
+                    "%s was changed by another writer; %d message(s) that could not be written "
+                    "earlier are dropped in favour of the file.",
+                    self._path,
+                    len(self._unsaved),
+                )
+                self._unsaved = []
         self._loaded = True
 
     async def _loop(self, turn: Turn) -> Any:
@@ -279,11 +313,19 @@ class Session:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
         ctx = StrategyContext(
-            self.settings, save_file=self._path, model=self.model, round=round_, memo=self._memo
+            self.settings,
+            save_file=self._path,
+            model=self.model,
+            round=round_,
+            memo=self._memo,
+            hold_inbox=True,
         )
         trace: list[tuple[str, Messages]] = []
         try:
-            prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            try:
+                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            finally:
+                self._notes.add(ctx)
             turn.add_notes(delivered_notes(ctx))
             call = _Call(list(turn.working), ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
@@ -341,9 +383,12 @@ class Session:
         # Shielded: a cancellation must not leave the file and the memory disagreeing.
         with anyio.CancelScope(shield=True):
             new = turn.take_unwritten()
+            self._messages.extend(new)  # kept if the write fails: the next commit saves it
+            self._unsaved.extend(new)
             if self._file is not None:
-                await self._file.append(new)
-            self._messages.extend(new)
+                await self._file.append(self._unsaved)
+            self._unsaved = []
+            await self._notes.settle()
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         names = {str((c.get("function") or {}).get("name", "")) for c in calls}
@@ -364,6 +409,26 @@ class _Call:
     round: int
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
+    """Whether ``given`` is the user message of the turn the transcript ends with, unfinished.
+
+    A turn that failed after committing a tool round leaves its user message followed by tool
+    rounds and no answer; asking the same again is a retry of that turn, not a new question.
+    """
+    if len(given) != 1 or given[0].get("role") != "user" or not committed:
+        return False
+    if committed[-1].get("role") != "tool":
+        return False
+    for message in reversed(committed):
+        if message.get("role") == "user":
+            return same_message(message, given[0])
+        if message.get("role") not in ("tool", "assistant") or (
+            message.get("role") == "assistant" and not message.get("tool_calls")
+        ):
+            return False
+    return False
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:
