@@ -196,17 +196,16 @@ class CompactionLossError(CtxmwRuntimeError):
 
     Attributes:
         strategy: the strategy that refused.
-        missing: the durable items that would not have appeared literally in the prompt.
+        missing: the durable items that would not have appeared literally in the prompt (kept
+            out of the message: they are conversation content, and error texts reach logs).
     """
 
     def __init__(self, strategy: str, missing: list[str]) -> None:
         self.strategy = strategy
         self.missing = missing
-        shown = ", ".join(repr(item) for item in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         super().__init__(
             f"Strategy {strategy!r} refused to send a lossy prompt: {len(missing)} durable "
-            f"item(s) would not appear literally in it: {shown}{more}. Adjust durable_patterns "
+            "item(s) would not appear literally in it (see .missing). Adjust durable_patterns "
             "(a pattern spanning lines cannot be kept line by line), raise compact_keep_recent, "
             "or set compact_on_loss='fallback' to send the uncompacted prompt instead."
         )
