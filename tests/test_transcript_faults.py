@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from ctxmw import Session
-from ctxmw import errors
+from ctxmw import Session, errors
 from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry.stats import load_ledgers
 from ctxmw.testing import FakeCompletion, text, tool_calls
 
 pytestmark = pytest.mark.anyio
@@ -142,3 +142,16 @@ async def test_asking_the_same_after_a_finished_turn_is_a_new_question(tmp_path:
     await session.ask("hello")
     await session.ask("hello")
     assert [m["content"] for m in lines(save_file)] == ["hello", "hi", "hello", "hi again"]
+
+
+async def test_a_record_appended_after_a_torn_ledger_line_is_kept(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    session = Session(MODEL, save_file=save_file, completion=FakeCompletion(text("a"), text("b")))
+    await session.ask("one")
+    ledger = save_file.with_name("agent.ledger.jsonl")
+    with ledger.open("ab") as handle:
+        handle.write(b'{"ts": "2026-01-01T00:00:00Z", "sess')  # a writer killed mid-append
+    await session.ask("two")
+    records = load_ledgers([ledger])
+    assert [r["round"] for r in records] == [0, 0]
+    assert len(ledger.read_bytes().splitlines()) == 3
