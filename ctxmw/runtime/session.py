@@ -422,12 +422,11 @@ def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
     if committed[-1].get("role") != "tool":
         return False
     for message in reversed(committed):
-        if message.get("role") == "user":
+        role = message.get("role")
+        if role == "user":
             return same_message(message, given[0])
-        if message.get("role") not in ("tool", "assistant") or (
-            message.get("role") == "assistant" and not message.get("tool_calls")
-        ):
-            return False
+        if role != "tool" and not (role == "assistant" and message.get("tool_calls")):
+            return False  # an answer or a system message: the turn had finished
     return False
 
 
