@@ -51,6 +51,8 @@ class StrategyContext:
         hold_inbox: the caller commits this call's round and then settles the inbox files it
             delivered (a ``Session`` does), so the ``inbox`` strategy only claims them. False:
             they move to the removed folder at once.
+        now: the call's wall-clock time in seconds (``time.time()``), None when unknown (replay,
+            one-off ``prepare_prompt``); strategies derive the time since the previous call.
     """
 
     settings: Settings
@@ -62,3 +64,4 @@ class StrategyContext:
     completion: Callable[..., Awaitable[Any]] | None = None
     memo: dict[str, Any] | None = None
     hold_inbox: bool = False
+    now: float | None = None

@@ -90,6 +90,8 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
+            strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -110,6 +112,7 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
@@ -130,6 +133,7 @@ class Session:
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
+        self._clock = clock
         self.recorder = CallRecorder(
             session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
             save_file=self._path,
@@ -320,6 +324,7 @@ class Session:
             round=round_,
             memo=self._memo,
             hold_inbox=True,
+            now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
