@@ -38,6 +38,7 @@ PUBLIC = [
     "compressor",
     "inbox",
     "list_strategies",
+    "patch_litellm",
     "prepare_prompt",
     "register_strategy",
     "select_segments",

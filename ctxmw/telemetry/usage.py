@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from ctxmw.telemetry.rules import endpoint
+
 __all__ = ["UsageReport", "read_stream_usage", "read_usage", "with_stream_usage"]
 
 _READ_EXTRAS = ("cache_read_input_tokens", "prompt_cache_hit_tokens")
@@ -124,7 +126,7 @@ def _supports_stream_options(model: str, kwargs: Mapping[str, Any]) -> bool:
         base, provider, _, _ = litellm.get_llm_provider(
             model,
             custom_llm_provider=kwargs.get("custom_llm_provider"),
-            api_base=kwargs.get("api_base"),
+            api_base=endpoint(kwargs),
         )
         params = litellm.get_supported_openai_params(model=base, custom_llm_provider=provider)
     except Exception:  # an unknown model: leave the call as the caller wrote it
