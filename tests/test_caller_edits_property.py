@@ -8,6 +8,7 @@ every state the conversation went through, the current one last.
 
 from __future__ import annotations
 
+import contextlib
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -113,7 +114,7 @@ class Caller:
         before = list(self.history)
         self.fake.queue(ConnectionError("provider down"))
         self.sent.append(list(self.history))
-        try:
+        with contextlib.suppress(ConnectionError):
             await ctxmw.acompletion(
                 MODEL,
                 self.history,
@@ -122,8 +123,6 @@ class Caller:
                 completion=self.fake,
                 prompt_strategies="none",
             )
-        except ConnectionError:
-            pass
         # The framework restarts the turn from its last user message.
         last_user = max(i for i, m in enumerate(before) if m.get("role") == "user")
         self.history = before[: last_user + 1]
@@ -144,7 +143,7 @@ async def run_sequence(ops: list[str], use_tools: list[bool]) -> None:
         every = [normal(r) for r in [*revisions.earlier, revisions.current]]
         at = 0
         for state in map(normal, caller.states):
-            while not every[at][: len(state)] == state:
+            while every[at][: len(state)] != state:
                 at += 1  # raises IndexError if some state is not in the record
         assert every[-1] == normal(caller.states[-1])
 

@@ -106,7 +106,7 @@ async def test_patch_litellm_is_idempotent_and_undone(tmp_path: Path) -> None:
 async def test_the_patch_reaches_modules_that_copied_acompletion(
     provider: tuple[ScriptedProvider, str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    server, base = provider
+    _, base = provider
     framework = types.ModuleType("some_framework")
     framework.acompletion = litellm.acompletion  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "some_framework", framework)
