@@ -169,3 +169,17 @@ def test_conversation_id_prefers_the_save_file_then_session_then_litellms_ids() 
     assert conversation_id({"litellm_session_id": "l", "metadata": {"session_id": "m"}}) == "l"
     assert conversation_id({"metadata": {"session_id": "m"}}) == "m"
     assert conversation_id({"model": "x"}) is None
+
+
+async def test_undo_also_restores_a_module_that_copied_the_patched_function(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    original = litellm.acompletion
+    framework = types.ModuleType("lazy_framework")
+    monkeypatch.setitem(sys.modules, "lazy_framework", framework)
+    patch = ctxmw.patch_litellm(prompt_strategies="none")
+    try:
+        framework.acompletion = litellm.acompletion  # type: ignore[attr-defined]  # a lazy import
+    finally:
+        patch.undo()
+    assert framework.acompletion is original

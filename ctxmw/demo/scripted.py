@@ -9,8 +9,9 @@ tool-using model, the way llama.cpp's server does (``content: ""`` beside tool c
 * anything else: answer ``"ok"``.
 
 Every request body is kept (``requests``) and its messages checked against the tool-pairing rules
-every provider enforces (``problems``). ``fail(n)`` makes the next ``n`` requests fail with an
-HTTP 400 (the OpenAI SDK does not retry it), to rehearse a turn retried after a provider error.
+every provider enforces (``problems``). ``fail(n, after=k)`` makes ``n`` requests fail with an
+HTTP 400 (the OpenAI SDK does not retry it) once ``k`` more have been answered, to rehearse a turn
+retried after a provider error.
 
 Used by ctxmw's framework tests and the ``examples/`` that show ctxmw inside openai-agents,
 google-adk and LangChain without a network.
@@ -45,11 +46,12 @@ class ScriptedProvider:
     def __init__(self) -> None:
         self.requests: list[dict[str, Any]] = []
         self.problems: list[list[tuple[int, str]]] = []
-        self._failures = 0
+        self._failing: list[bool] = []  # per upcoming request: whether it fails
 
-    def fail(self, n: int = 1) -> None:
-        """Make the next ``n`` requests fail with HTTP 400 (recorded all the same)."""
-        self._failures += n
+    def fail(self, n: int = 1, *, after: int = 0) -> None:
+        """Make ``n`` requests fail with HTTP 400 (recorded all the same), once ``after`` more
+        have been answered."""
+        self._failing = [False] * after + [True] * n
 
     @property
     def prompts(self) -> list[list[dict[str, Any]]]:
@@ -109,8 +111,7 @@ class ScriptedProvider:
         request = json.loads(body)
         self.requests.append(request)
         self.problems.append(scan(request.get("messages") or []).problems)
-        if self._failures:
-            self._failures -= 1
+        if self._failing and self._failing.pop(0):
             error = {"message": "scripted failure", "type": "invalid_request_error"}
             await _send_json(stream, "400 Bad Request", {"error": error})
             return True

@@ -40,7 +40,6 @@ class Patch:
         self.defaults = defaults
         self._original = original
         self._active = False
-        self._copies: list[ModuleType] = []  # modules whose own acompletion we replaced
 
     @property
     def active(self) -> bool:
@@ -59,28 +58,19 @@ class Patch:
 
     def install(self) -> Patch:
         """Make ``litellm.acompletion`` (and the modules' copies of it) this patch's function."""
-        litellm = load_litellm()
-        self._copies = [
-            module
-            for name, module in list(sys.modules.items())
-            if name != "litellm"
-            and isinstance(module, ModuleType)
-            and getattr(module, "acompletion", None) is self._original
-        ]
-        for module in (litellm, *self._copies):
+        for module in (load_litellm(), *_holding(self._original)):
             setattr(module, "acompletion", self.acompletion)  # noqa: B010 - a module attribute
         self._active = True
         return self
 
     def undo(self) -> None:
-        """Put the original ``litellm.acompletion`` back (a no-op once done)."""
+        """Put the original back: in litellm and in every module that copied the patched one
+        (a framework that imports litellm lazily copies whatever it finds then). A no-op once
+        done."""
         if not self._active:
             return
-        for module in (load_litellm(), *self._copies):
-            current = getattr(module, "acompletion", None)
-            if getattr(current, "__self__", None) is self:
-                setattr(module, "acompletion", self._original)  # noqa: B010
-        self._copies = []
+        for module in _holding(self):
+            setattr(module, "acompletion", self._original)  # noqa: B010
         self._active = False
 
     def __enter__(self) -> Patch:
@@ -93,6 +83,18 @@ class Patch:
         tb: TracebackType | None,
     ) -> None:
         self.undo()
+
+
+def _holding(target: object) -> list[ModuleType]:
+    """Imported modules whose ``acompletion`` is ``target``, or a method bound to it."""
+    found = []
+    for module in list(sys.modules.values()):
+        if not isinstance(module, ModuleType):
+            continue
+        current = getattr(module, "acompletion", None)
+        if current is target or getattr(current, "__self__", None) is target:
+            found.append(module)
+    return found
 
 
 def patch_litellm(
