@@ -69,6 +69,8 @@ def normal_key(message: Any) -> str:
 
 def same_message(a: Any, b: Any) -> bool:
     """Whether two messages say the same thing to the model (see the module docstring)."""
+    if a is b or (isinstance(a, dict) and isinstance(b, dict) and a == b):
+        return True  # equal dicts have equal normal forms; the common case is cheap
     return normal_message(a) == normal_message(b)
 
 

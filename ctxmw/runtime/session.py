@@ -307,7 +307,7 @@ class Session:
     async def _call_model(self, prompt: Messages, call: _Call, turn: Turn, **extra: Any) -> Any:
         """Send one prompt: the single place every model call goes through, and is recorded.
 
-        A streamed call is recorded when the stream has been read (see ``_open_stream``).
+        A streamed call is recorded when the stream has been read (see :meth:`stream`).
         """
         kwargs = dict(self.recorder.prepare_kwargs({**self.wire_kwargs(prompt), **extra}))
         completion = self._completion or default_completion()
