@@ -74,13 +74,16 @@ async def moving_system_prompt(calls: int) -> None:
             )
             convo += [{"role": "assistant", "content": f"answer {n}"}]
             convo += [{"role": "user", "content": f"question {n}"}]
-        record = save_file.stat().st_size
+        record, files = await anyio.to_thread.run_sync(_listing, save_file)
         once = len(json.dumps([system, *convo]))
-        files = sorted(p.name for p in Path(tmp).iterdir())
         print(
             f"{calls} calls, moving system prompt: save_file {record} bytes, the conversation "
             f"once {once} bytes: {record / once:.2f}x; files: {files}"
         )
+
+
+def _listing(save_file: Path) -> tuple[int, list[str]]:
+    return save_file.stat().st_size, sorted(p.name for p in save_file.parent.iterdir())
 
 
 if __name__ == "__main__":
