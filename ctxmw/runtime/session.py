@@ -14,6 +14,12 @@ Decisions the specification leaves open:
 * ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
   the model calls a tool given as a plain dict, the response is returned to the caller and the
   assistant message is saved: answer its calls with ``run([...tool results])``.
+* A stateless caller (:meth:`Session.complete`, what ``acompletion`` calls) owns the
+  conversation: its messages are what the strategies see, lined up against the record by
+  :func:`~ctxmw.runtime.revisions.plan_history`; an edited history becomes a new revision of the
+  same save_file, written with the turn's first round (a failed call records nothing). Only the
+  tool rounds this loop ran for such a caller are marked as ctxmw's in the file (a stateful
+  session's file stays plain messages).
 * Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
