@@ -61,10 +61,8 @@ def normal_message(message: Any) -> dict[str, Any]:
 
 
 def normal_key(message: Any) -> str:
-    """The normal form as a string with sorted keys: hashable, equal for the same message."""
-    return json.dumps(
-        normal_message(message), sort_keys=True, ensure_ascii=False, separators=(",", ":")
-    )
+    """The normal form as canonical JSON (keys sorted): hashable, equal for the same message."""
+    return _canonical_json(normal_message(message))
 
 
 def same_message(a: Any, b: Any) -> bool:
@@ -110,16 +108,23 @@ def _tool_call(call: Any) -> Any:
     call.setdefault("type", "function")
     fn = call.get("function")
     if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-        fn["arguments"] = _canonical_json(fn["arguments"])
+        fn["arguments"] = _arguments_json(fn["arguments"])
     return call
 
 
-def _canonical_json(text: str) -> str:
+def _arguments_json(text: str) -> str:
     try:
         value = json.loads(text) if text.strip() else {}
     except ValueError:
         return text
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":"))
+    return _canonical_json(value)
+
+
+def _canonical_json(value: Any) -> str:
+    # The one canonical JSON lives in canonical.py, which imports this module for its digests.
+    from ctxmw.messages.canonical import canonical_json
+
+    return canonical_json(value)
 
 
 def _empty(content: Any) -> bool:
