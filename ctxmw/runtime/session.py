@@ -89,6 +89,8 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
+            strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -109,6 +111,7 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
@@ -128,6 +131,7 @@ class Session:
         self._pending: Messages = []
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
+        self._clock = clock
         self.recorder = CallRecorder(
             session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
             save_file=self._path,
@@ -297,7 +301,12 @@ class Session:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
         ctx = StrategyContext(
-            self.settings, save_file=self._path, model=self.model, round=round_, memo=self._memo
+            self.settings,
+            save_file=self._path,
+            model=self.model,
+            round=round_,
+            memo=self._memo,
+            now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
