@@ -165,6 +165,12 @@ class Settings(BaseSettings):
         min_length=1,
         description="summarize: the (cheap) model that writes summaries.",
     )
+    summary_mode: Literal["aligned", "cheap"] = Field(
+        "aligned",
+        description="summarize: 'aligned' sends the agent's own prompt plus one instruction to "
+        "the agent's model (reads the prompt cache); 'cheap' sends the folded text alone to "
+        "summary_model.",
+    )
     summary_step: int = Field(
         20,
         ge=1,

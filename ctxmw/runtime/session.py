@@ -24,6 +24,7 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -57,6 +58,8 @@ from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 logger = logging.getLogger("ctxmw")
 
 __all__ = ["Session", "ToolSpec"]
+
+_NOT_FOR_SIDE_CALLS = ("stream", "stream_options")
 
 ToolSpec = Mapping[str, Any] | Callable[..., Any]
 """An item of ``tools=``: an OpenAI tool dict or a Python callable (sync or async)."""
@@ -278,8 +281,14 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
+        side = functools.partial(self._side_call, list(turn.working), round_)
         ctx = StrategyContext(
-            self.settings, save_file=self._path, model=self.model, round=round_, memo=self._memo
+            self.settings,
+            save_file=self._path,
+            model=self.model,
+            round=round_,
+            completion=side,
+            memo=self._memo,
         )
         trace: list[tuple[str, Messages]] = []
         try:
@@ -311,11 +320,29 @@ class Session:
             await self._record(call, response, time.perf_counter() - started)
         return response
 
+    async def _side_call(self, transcript: Messages, round_: int, **kwargs: Any) -> Any:
+        """A strategy's own model call (a summary): this session's completion function, its
+        connection arguments and tools, and its telemetry (recorded as ``kind="summary"``).
+
+        ``kwargs`` override the session's; a value of None removes a key (``tools=None``).
+        Summaries are never streamed.
+        """
+        wire = {**self.wire_kwargs(list(kwargs.pop("messages", []))), **kwargs}
+        wire = {k: v for k, v in wire.items() if v is not None and k not in _NOT_FOR_SIDE_CALLS}
+        completion = self._completion or default_completion()
+        started = time.perf_counter()
+        response = await completion(**wire)
+        if self.settings.telemetry:
+            call = _Call(transcript, StrategyContext(self.settings), [], round_, "summary")
+            call.kwargs = wire
+            await self._record(call, response, time.perf_counter() - started)
+        return response
+
     async def _record(self, call: _Call, response: Any, latency: float, stream: Any = None) -> None:
         """Telemetry for one finished call; it never breaks the call it describes."""
         try:
             await self.recorder.record(
-                model=self.model,
+                model=str(call.kwargs.get("model", self.model)),
                 wire_kwargs=call.kwargs,
                 transcript=call.transcript,
                 trace=call.trace,
@@ -324,6 +351,7 @@ class Session:
                 latency_s=latency,
                 round=call.round,
                 stream=stream,
+                kind=call.kind,
             )
         except Exception:
             logger.warning(
@@ -362,6 +390,7 @@ class _Call:
     ctx: StrategyContext
     trace: list[tuple[str, Messages]]
     round: int
+    kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
 
