@@ -45,6 +45,7 @@ from ctxmw._litellm import (
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.runtime.lock import SaveFileLock
+from ctxmw.runtime.offload import OffloadOption, wire_offload
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
 from ctxmw.runtime.tool_schema import ToolSet
@@ -84,6 +85,10 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        offload: True (or a strategy list naming ``offload``): large tool results are sent as
+            a preview and a handle, the originals kept beside the save_file (else in memory),
+            and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
+            :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -104,12 +109,19 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        offload: OffloadOption = None,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
         self.settings = resolve_settings(settings, strategy_options)
-        self.strategies = resolve_strategies(prompt_strategies, self.settings)
         self.tools = ToolSet.build(tools)
+        self.strategies, self.offload_store = wire_offload(
+            offload,
+            resolve_strategies(prompt_strategies, self.settings),
+            self.tools,
+            save_file,
+            self.settings,
+        )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
         self._system = system
