@@ -5,7 +5,8 @@ from the same replay run of the same transcript (``ctxmw.replay``, litellm's pri
 claude-sonnet-4-5, about four bytes a token), so the ratios compare like with like. The model
 never calls ``ctxmw_expand`` in a replay (the answers are the recorded ones): the cost of reading
 an offloaded result back is not in these figures, and an offloaded result counts as
-"compacted" in ctxmw's retention; the last column says how many of them can be read back whole.
+"compacted" in ctxmw's retention; the last column says how many results the model can still
+read back whole (their handle is in the prompt, in a preview or in a compacted preview).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ import anyio
 
 from ctxmw.replay import replay, synthetic_transcript
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
-from ctxmw.strategies.offload import HEADER
+from ctxmw.strategies.offload import MARK
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages, StrategyContext
 
@@ -27,19 +28,17 @@ LISTS = [
     "offload,shorten_tools_epoch_increment",
 ]
 THRESHOLDS = (2000, 500)
-MARK = HEADER.split(":", 1)[0]
 
 
 async def offloaded_at_the_end(messages: Messages, spec: str, threshold: int) -> int:
-    """Tool results shown as an offload preview at the last call (readable back whole)."""
+    """Tool results whose handle the model sees at the last call (readable back whole), in
+    full preview or in a preview the epoch strategies compacted."""
     from ctxmw.settings import Settings
 
     settings = Settings(offload_threshold=threshold)
     ctx = StrategyContext(settings=settings, model="anthropic/claude-sonnet-4-5", memo={})
     prompt = await apply_strategies(messages, resolve_strategies(spec, settings), ctx)
-    return sum(
-        1 for m in prompt if m.get("role") == "tool" and str(m.get("content", "")).startswith(MARK)
-    )
+    return sum(1 for m in prompt if m.get("role") == "tool" and MARK in str(m.get("content", "")))
 
 
 async def main(n_calls: int) -> None:

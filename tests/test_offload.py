@@ -236,3 +236,27 @@ def _check_frozen(sent: Messages, prompt: Messages, first_sent: dict[str, str]) 
         assert shown["tool_call_id"] == original["tool_call_id"]
         key = shown["tool_call_id"]
         assert first_sent.setdefault(key, shown["content"]) == shown["content"]
+
+
+def test_the_handle_survives_the_epoch_strategies_compacted_tier() -> None:
+    msgs = history(*[BIG + str(i) for i in range(12)])
+    s = Settings(
+        offload_threshold=THRESHOLD,
+        epoch_tool_call_threshold=4,
+        epoch_size=2,
+        epoch_full_tool_calls=1,
+        epoch_compacted_tool_calls=20,
+    )
+    memo: dict[str, Any] = {}
+    ctx = StrategyContext(settings=s, memo=memo, save_file=None)
+    chain = ctxmw.strategies._chain.resolve_strategies("shorten_tools_epoch_increment", s)
+    offloaded = run(msgs, ctx, MemoryResultStore())
+    prompt = anyio.run(ctxmw.strategies._chain.apply_strategies, offloaded, chain, ctx)
+    compacted = [m for m in prompt if m.get("role") == "tool" and "[compacted:" in m["content"]]
+    assert compacted
+    for m in compacted:
+        assert handle_for(m["tool_call_id"], msgs_by_id(msgs)[m["tool_call_id"]]) in m["content"]
+
+
+def msgs_by_id(msgs: Messages) -> dict[str, str]:
+    return {m["tool_call_id"]: m["content"] for m in msgs if m.get("role") == "tool"}

@@ -39,13 +39,16 @@ from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["HEADER", "Offload", "offload", "preview"]
+__all__ = ["HEADER", "MARK", "Offload", "offload", "preview"]
+
+MARK = "[ctxmw offload "
+"""How every preview begins (then the handle)."""
 
 HEADER = (
-    "[ctxmw offloaded this tool result: {chars} characters. Shown: {shown}. Read any part with "
-    'ctxmw_expand(handle="{handle}", offset=<first character>, limit=<characters>).]'
+    MARK + "{handle}: this tool result has {chars} characters; shown: {shown}. Read any part "
+    'with ctxmw_expand(handle="{handle}", offset=<first character>, limit=<characters>).]'
 )
-"""The first line of every preview."""
+"""The first line of every preview: the handle comes first, so a compacted preview keeps it."""
 
 
 class Offload:
