@@ -111,3 +111,20 @@ def ctxmw_expand(handle: str) -> str:
 async def test_bad_offload_options_are_usage_errors(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ctxmw.UsageError, match=match):
         ctxmw.Session(MODEL, **kwargs)
+
+
+async def test_a_stateless_acompletion_with_offload_answers_expand_in_its_loop(
+    tmp_path: Path,
+) -> None:
+    fake = expanding_agent()
+    reply = await ctxmw.acompletion(
+        MODEL,
+        [{"role": "user", "content": "Read the log."}],
+        save_file=tmp_path / "agent.jsonl",
+        tools=[read_log],
+        completion=fake,
+        prompt_strategies="none",
+        offload=True,
+    )
+    assert reply.choices[0].message.content == "found it"
+    assert fake.calls[2]["messages"][-1]["content"].endswith("\n" + BIG[30000:30100])
