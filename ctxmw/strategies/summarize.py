@@ -46,6 +46,7 @@ from ctxmw.strategies._fold import (
     survival_loss,
 )
 from ctxmw.strategies._registry import register_strategy
+from ctxmw.strategies._summary_prompts import ALIGNED_MARK, ALIGNED_PROMPT, EARLIER, SUMMARY_PROMPT
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = [
@@ -61,41 +62,6 @@ __all__ = [
 
 PROMPT_VERSION = "2"
 CACHE_SIZE = 256
-
-SUMMARY_PROMPT = """\
-You compress the earlier part of an agent's conversation so the agent can continue its work.
-Write a brief summary of the excerpt: what was asked, what was done, what was found, what is
-still open. Keep every identifier (order ids, ticket and tracking numbers, file names), every
-amount and every explicit decision, copied character for character. Copy every line that starts
-with DECISION, OPEN or ERROR verbatim on its own line. These items must appear verbatim:
-{items}
-Answer with the summary only."""
-
-ALIGNED_MARK = "[ctxmw: summary request]"
-"""How the trailing instruction of an aligned summary request begins."""
-
-ALIGNED_PROMPT = (
-    ALIGNED_MARK
-    + """ Pause the task and write a checkpoint summary of this conversation. Everything \
-above except the last {kept} message(s) will be replaced by your summary{earlier}; those \
-{kept} message(s) stay as they are. Use exactly these headings, briefly:
-## Intent
-what the user asked for, and what done looks like
-## Decisions
-every explicit decision, one per line; copy lines starting with DECISION, OPEN or ERROR verbatim
-## Files
-every file, path or resource touched, and what was learned about it
-## Open items
-what is still to do or unresolved
-## Identifiers
-every id, amount, tracking number and file name, copied character for character
-These items must appear verbatim:
-{items}
-Do not call a tool. Answer with the summary only."""
-)
-"""The one instruction appended to the agent's prompt in ``aligned`` mode."""
-
-_EARLIER = ", including the earlier summary: carry its content forward"
 
 _cache: OrderedDict[str, str | None] = OrderedDict()
 
@@ -191,7 +157,7 @@ def summary_request(messages: Messages, fold: Fold, ctx: StrategyContext) -> Mes
     earlier = _frozen(ctx, messages, fold)
     prompt = splice(messages, earlier[0], earlier[1]) if earlier else list(messages)
     kept = len(messages) - fold.end
-    text = ALIGNED_PROMPT.format(kept=kept, earlier=_EARLIER if earlier else "", items=items)
+    text = ALIGNED_PROMPT.format(kept=kept, earlier=EARLIER if earlier else "", items=items)
     instruction: Message = {"role": "user", "content": text}
     return [*prompt, instruction]
 
