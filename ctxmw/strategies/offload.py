@@ -34,7 +34,7 @@ from ctxmw.context.offload import (
     handle_for,
     store_dir,
 )
-from ctxmw.context.tokens import Counter, default_counter
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
@@ -58,12 +58,15 @@ class Offload:
         store: where originals go. Default: a folder beside the call's save_file
             (:func:`~ctxmw.context.offload.store_dir`), else a memory store in the session's
             memo; with neither, results are sent unchanged (a warning says so).
-        counter: text -> tokens; default litellm's counter for the call's model.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
+            model.
     """
 
-    def __init__(self, *, store: ResultStore | None = None, counter: Counter | None = None) -> None:
+    def __init__(
+        self, *, store: ResultStore | None = None, counter: TokenCounter | None = None
+    ) -> None:
         self.store = store
-        self.counter = counter
+        self.counter = as_counter(counter)
 
     async def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
         """Return ``messages`` with every large tool result shown as its preview."""
@@ -104,7 +107,7 @@ class Offload:
         threshold = ctx.settings.offload_threshold
         if name == EXPAND_TOOL_NAME or len(content) <= threshold:
             return None  # a token is at least one character: short texts need no count
-        if (self.counter or default_counter(ctx.model))(content) <= threshold:
+        if count_messages(self.counter, ctx.model, [msg])[0] <= threshold:
             return None
         if store is None:
             ctx.logger.warning(
