@@ -34,7 +34,7 @@ def read_log() -> str:
 
 
 def handle_in(prompt: list[dict[str, Any]]) -> str:
-    return str(prompt[-1]["content"]).split('handle="', 1)[1][:16]
+    return str(prompt[-1]["content"]).split("[ctxmw offload ", 1)[1][:16]
 
 
 def expand_around_the_error(call: dict[str, Any]) -> Any:

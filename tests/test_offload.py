@@ -69,7 +69,8 @@ def test_a_large_result_becomes_a_preview_with_a_handle(store: MemoryResultStore
     assert shown["role"] == "tool"
     handle = handle_for("c1", BIG)
     header, body = shown["content"].split("\n", 1)
-    assert f'ctxmw_expand(handle="{handle}"' in header
+    assert header.startswith(f"[ctxmw offload {handle}: ")
+    assert f'ctxmw_expand with {{"handle": "{handle}", "offset": 200, "limit": 8000}}' in header
     assert "5600 characters" in header
     assert body == BIG[:200]
     assert ctx.stats["offload"]["offloaded"] == 1
@@ -182,7 +183,7 @@ def test_answer_expand_answers_a_stateless_callers_tool_call(tmp_path: Path) -> 
             history(BIG), "offload", save_file=save_file, settings=options()
         )
     )
-    handle = prompt[2]["content"].split('handle="')[1][:16]
+    handle = prompt[2]["content"].split("[ctxmw offload ")[1][:16]
     tool_call = {
         "id": "x1",
         "type": "function",

@@ -24,7 +24,7 @@ def read_log() -> str:
 
 
 def handle_in(content: str) -> str:
-    return content.split('handle="', 1)[1][:16]
+    return content.split("[ctxmw offload ", 1)[1][:16]
 
 
 def expanding_agent() -> FakeCompletion:

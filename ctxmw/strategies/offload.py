@@ -45,8 +45,8 @@ MARK = "[ctxmw offload "
 """How every preview begins (then the handle)."""
 
 HEADER = (
-    MARK + "{handle}: this tool result has {chars} characters; shown: {shown}. Read any part "
-    'with ctxmw_expand(handle="{handle}", offset=<first character>, limit=<characters>).]'
+    MARK + "{handle}: this tool result has {chars} characters; shown: {shown}. To read more, "
+    'call ctxmw_expand with {{"handle": "{handle}", "offset": {offset}, "limit": {limit}}}.]'
 )
 """The first line of every preview: the handle comes first, so a compacted preview keeps it."""
 
@@ -127,6 +127,7 @@ class Offload:
 def preview(content: str, handle: str, tool_name: str, arguments: Any, settings: Settings) -> str:
     """The preview of one result: the header, then the head, the tail or the compressed view."""
     size = settings.offload_preview_chars
+    offset = 0
     if get_compressor(tool_name) is not None:
         patterns = settings.resolved_durable_patterns
         body = apply_compressor(content, tool_name, arguments, size, patterns)
@@ -137,7 +138,11 @@ def preview(content: str, handle: str, tool_name: str, arguments: Any, settings:
     else:
         body = content[:size]
         shown = f"the first {len(body)} characters"
-    header = HEADER.format(chars=len(content), shown=shown, handle=handle)
+        offset = len(body)
+    limit = settings.offload_expand_max_chars
+    header = HEADER.format(
+        chars=len(content), shown=shown, handle=handle, offset=offset, limit=limit
+    )
     return f"{header}\n{body}"
 
 

@@ -88,7 +88,7 @@ async def test_an_aligned_summary_reads_at_least_nine_tenths_of_its_prompt_from_
         f"{records[0].prompt_tokens} tokens"
     )
     assert fraction >= 0.9
-    ledger = [json.loads(line) for line in (tmp_path / "agent.ledger.jsonl").open()]
+    ledger = [json.loads(x) for x in (tmp_path / "agent.ledger.jsonl").read_text().splitlines()]
     assert [e["kind"] for e in ledger] == kinds
 
 
@@ -102,12 +102,11 @@ def read_log(name: str) -> str:
 
 
 def _log(tag: str) -> str:
-    lines = [f"{i:03d} {tag} worker ok" for i in range(60)]
-    lines[41] = f"041 {tag} worker ERROR code {tag.upper()}-17"
+    lines = [f"{i:03d} {tag} worker ok" for i in range(40)]
     return "\n".join(lines)
 
 
-LOGS = {"a.log": _log("alpha"), "b.log": _log("beta")}
+LOGS = {name: _log(name.split(".")[0]) for name in ("a.log", "c.log", "b.log")}
 OFFLOAD = {"offload_threshold": 100, "offload_preview_chars": 80, "offload_expand_max_chars": 200}
 
 
@@ -119,33 +118,39 @@ def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def worked_example(nonce: str) -> Messages:
-    """A session that read a.log, got a preview, and read the error part back with the tool."""
-    read = _call("call_1", "read_log", {"name": "a.log"})
-    handle = handle_for("call_1", LOGS["a.log"])
-    expand = _call("call_2", "ctxmw_expand", {"handle": handle, "offset": 900, "limit": 200})
-    slice_ = f"[{handle}: characters 900-1100 of {len(LOGS['a.log'])}; next offset 1100]\n"
-    slice_ += LOGS["a.log"][900:1100]
+def _read_back(n: int, name: str) -> Messages:
+    """The agent reads ``name``, gets a preview, and calls ctxmw_expand as the preview says."""
+    read_id, expand_id = f"call_{n}", f"call_{n + 1}"
+    handle = handle_for(read_id, LOGS[name])
+    args = {"handle": handle, "offset": 80, "limit": 200}
+    slice_ = f"[{handle}: characters 80-280 of {len(LOGS[name])}; next offset 280]\n"
     return [
-        {
-            "role": "system",
-            "content": f"Run {nonce}. You read logs with tools. A long tool result is shown "
-            "as a preview with a handle: call ctxmw_expand with that handle to read more.",
-        },
-        {"role": "user", "content": "Read a.log."},
-        {"role": "assistant", "content": None, "tool_calls": [read]},
-        {"role": "tool", "tool_call_id": "call_1", "content": LOGS["a.log"]},
-        {"role": "assistant", "content": None, "tool_calls": [expand]},
-        {"role": "tool", "tool_call_id": "call_2", "content": slice_},
-        {"role": "assistant", "content": "a.log: 041 alpha worker ERROR code ALPHA-17"},
-        {"role": "user", "content": "Read b.log."},
+        {"role": "user", "content": f"Read {name}."},
         {
             "role": "assistant",
             "content": None,
-            "tool_calls": [_call("call_3", "read_log", {"name": "b.log"})],
+            "tool_calls": [_call(read_id, "read_log", {"name": name})],
         },
-        {"role": "tool", "tool_call_id": "call_3", "content": LOGS["b.log"]},
+        {"role": "tool", "tool_call_id": read_id, "content": LOGS[name]},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [_call(expand_id, "ctxmw_expand", args)],
+        },
+        {"role": "tool", "tool_call_id": expand_id, "content": slice_ + LOGS[name][80:280]},
+        {"role": "assistant", "content": f"{name}: read."},
     ]
+
+
+def worked_example(nonce: str) -> Messages:
+    """Two logs read back through ctxmw_expand, then b.log read: its preview is the last message."""
+    system = (
+        f"Run {nonce}. You read logs with tools. A long tool result is shown as a preview: "
+        "call ctxmw_expand with the arguments the preview gives to read more."
+    )
+    messages: Messages = [{"role": "system", "content": system}]
+    messages += _read_back(1, "a.log") + _read_back(3, "c.log")
+    return messages + _read_back(5, "b.log")[:3]
 
 
 async def test_the_model_reads_an_offloaded_result_back_through_the_tool_loop(
@@ -165,18 +170,17 @@ async def test_the_model_reads_an_offloaded_result_back_through_the_tool_loop(
         api_key="x",
         max_tokens=60,
         temperature=0,
-        max_rounds=3,
+        max_rounds=2,
         on_call=[records.append],
     )
-    await session.run()  # continue from b.log's result, as the model's next move
-    handle = handle_for("call_3", LOGS["b.log"])
-    calls = [
-        tc
-        for m in session.messages[10:]
-        if m.get("role") == "assistant"
-        for tc in m.get("tool_calls") or ()
-    ]
-    print("\n", json.dumps(session.messages[10:], indent=1)[:3000])
+    try:
+        await session.run()  # continue from b.log's result: the model's next move
+    except Exception as exc:  # noqa: BLE001 - what the tiny model says after the round trip
+        print(f"\nafter the round trip the loop stopped: {type(exc).__name__}: {exc}"[:300])
+    handle = handle_for("call_5", LOGS["b.log"])
+    new = session.messages[16:]
+    calls = [tc for m in new if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()]
+    print("\n", json.dumps(new, indent=1)[:3000])
     expands = [tc for tc in calls if tc["function"]["name"] == "ctxmw_expand"]
     assert expands, "the model did not call ctxmw_expand"
     assert json.loads(expands[0]["function"]["arguments"])["handle"] == handle
