@@ -90,6 +90,8 @@ class Session:
             a preview and a handle, the originals kept beside the save_file (else in memory),
             and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
             :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
+        clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
+            strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -111,6 +113,7 @@ class Session:
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
         offload: OffloadOption = None,
+        clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
@@ -135,6 +138,7 @@ class Session:
         self._pending: Messages = []
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
+        self._clock = clock
         self.recorder = CallRecorder(
             session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
             save_file=self._path,
@@ -302,6 +306,7 @@ class Session:
             round=round_,
             completion=side,
             memo=self._memo,
+            now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
