@@ -192,6 +192,12 @@ class Settings(BaseSettings):
         min_length=1,
         description="summarize: the (cheap) model that writes summaries.",
     )
+    summary_mode: Literal["aligned", "cheap"] = Field(
+        "aligned",
+        description="summarize: 'aligned' sends the agent's own prompt plus one instruction to "
+        "the agent's model (reads the prompt cache); 'cheap' sends the folded text alone to "
+        "summary_model.",
+    )
     summary_step: int = Field(
         20,
         ge=1,
@@ -231,6 +237,26 @@ class Settings(BaseSettings):
         description="clear_tool_results: also replace a cleared call's arguments with '{}'.",
     )
     # --- end of the clear_tool_results block ---------------------------------------------------
+
+    # --- offload (issue 16): large tool results shrunk once, readable through ctxmw_expand ------
+    offload_threshold: int = Field(
+        2000,
+        ge=1,
+        description="offload: a tool result over this many tokens is replaced by a preview and "
+        "a handle the first time it is sent.",
+    )
+    offload_preview: Literal["head", "tail"] = Field(
+        "head",
+        description="offload: the preview shows the result's first ('head') or last ('tail') "
+        "characters; a tool with a registered compressor gets its compressed view instead.",
+    )
+    offload_preview_chars: int = Field(
+        1500, ge=0, description="offload: characters of the result the preview shows."
+    )
+    offload_expand_max_chars: int = Field(
+        8000, ge=1, description="offload: the most characters one ctxmw_expand call returns."
+    )
+    # --- end of the offload block --------------------------------------------------------------
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -120,6 +120,7 @@ class PrefixTracker:
         tools: Sequence[Mapping[str, Any]] | None = None,
         injection_points: Iterable[Any] | None = None,
         template_tools: bool = False,
+        remember: bool = True,
     ) -> PrefixResult:
         """Measure one call's payload against the previous call's, then remember it.
 
@@ -130,6 +131,8 @@ class PrefixTracker:
             injection_points: litellm's ``cache_control_injection_points``, if any.
             template_tools: count the tools as a self-hosted chat template renders them (see
                 :func:`~ctxmw.telemetry.counters.template_tools_tokens`), not as OpenAI does.
+            remember: False for a side call (a summary): the next call is measured against the
+                previous one, not against this.
         """
         prev = self._previous
         digests = self._digests.digests(messages)
@@ -156,7 +159,8 @@ class PrefixTracker:
             ),
         )
         result = self._result(model, prev, snapshot, common, tools_changed)
-        self._previous = snapshot
+        if remember:
+            self._previous = snapshot
         self._digests.rotate()
         return result
 

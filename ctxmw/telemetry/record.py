@@ -57,6 +57,8 @@ class CallRecord:
         payload_digest: hex digest of the canonical payload (tools + messages).
         budget: tokens per layer of the payload against the model's input window, with
             utilisation and band (see :func:`ctxmw.budget`); None when not measured.
+        kind: ``"agent"`` for the agent's own calls, ``"summary"`` for a strategy's call
+            (``summarize``) made through the session.
     """
 
     ts: str
@@ -84,6 +86,7 @@ class CallRecord:
     bust: Bust | None
     payload_digest: str
     budget: dict[str, Any] | None = None
+    kind: str = "agent"
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""

@@ -118,6 +118,7 @@ class CallRecorder:
         latency_s: float = 0.0,
         round: int = 0,
         stream: object | None = None,
+        kind: str = "agent",
     ) -> CallRecord:
         """Measure one finished call, deliver the record to every sink, and return it.
 
@@ -132,6 +133,8 @@ class CallRecorder:
             latency_s: wall-clock seconds of the call.
             round: the tool-loop round.
             stream: the consumed litellm stream object, for streamed calls.
+            kind: ``"agent"``, or ``"summary"`` for a strategy's own call: measured against
+                the previous agent call, it is not what the next agent call is measured against.
         """
         async with self._lock:
             record = await self._build(
@@ -144,6 +147,7 @@ class CallRecorder:
                 latency_s,
                 round,
                 stream,
+                kind,
             )
         _log_record(self.logger, record)
         await deliver(self.hooks, record, self.logger)
@@ -162,6 +166,7 @@ class CallRecorder:
         latency_s: float,
         round: int,
         stream: object | None,
+        kind: str = "agent",
     ) -> CallRecord:
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
         provider = _provider(model, kw)
@@ -175,6 +180,7 @@ class CallRecorder:
             # A chat template renders the tools only on a self-hosted server cached as such; a
             # custom api_base declared OpenAI-like (cache_rule="openai") is counted like OpenAI.
             rule == "exact" and self_hosted(provider, endpoint(kw)),
+            remember=kind == "agent",
         )
         usage = _read(response, stream)
         expected = expected_cached_tokens(
@@ -185,7 +191,8 @@ class CallRecorder:
             partial_tokens=prefix.partial_tokens,
         )
         bust = attribute_bust(self._shape, shape, prefix.first_diff, prefix.broke)
-        self._shape = shape
+        if kind == "agent":
+            self._shape = shape
         return CallRecord(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=self.session,
@@ -212,6 +219,7 @@ class CallRecorder:
             bust=bust,
             payload_digest=prefix.payload_digest,
             budget=self._budget(model, prefix),
+            kind=kind,
         )
 
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
@@ -231,10 +239,12 @@ class CallRecorder:
         tools: Any,
         injection_points: Any,
         template_tools: bool,
+        remember: bool = True,
     ) -> PrefixResult:
         many_new = len(messages) - self._seen > _THREAD_THRESHOLD
-        self._seen = len(messages)
-        args = (model, messages, tools, injection_points, template_tools)
+        if remember:
+            self._seen = len(messages)
+        args = (model, messages, tools, injection_points, template_tools, remember)
         if many_new:
             return await anyio.to_thread.run_sync(self._tracker.observe, *args)
         return self._tracker.observe(*args)
