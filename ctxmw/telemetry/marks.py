@@ -10,23 +10,36 @@ onto the last block it builds from that message). litellm can also add marks its
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from typing import Any, TypedDict
 
 from ctxmw.types import Message
 
 __all__ = [
+    "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
+    "CacheMark",
     "count_marks",
     "injected_indices",
     "is_marked",
     "marked_indices",
+    "payload_marks",
     "with_mark",
 ]
 
 MAX_BREAKPOINTS = 4
 """Anthropic's limit: "A maximum of 4 blocks with cache_control may be provided"."""
 
+LOOKBACK_BLOCKS = 20
+"""Anthropic checks for a cache hit at most this many blocks before each breakpoint."""
+
 EPHEMERAL: dict[str, str] = {"type": "ephemeral"}
+
+
+class CacheMark(TypedDict):
+    """One mark of a payload, as the ledger's ``cache_marks`` lists it."""
+
+    index: int
+    ttl: str
 
 
 def count_marks(message: Mapping[str, Any]) -> int:
@@ -74,8 +87,46 @@ def marked_indices(
     return own | injected_indices(messages, injection_points)
 
 
-def with_mark(message: Message) -> Message:
+def payload_marks(
+    messages: Sequence[Mapping[str, Any]],
+    tools: Sequence[Mapping[str, Any]] | None = None,
+    injection_points: Iterable[Any] | None = None,
+) -> tuple[CacheMark, ...] | None:
+    """The marks a payload carries, in order, with their TTL (``5m`` unless the mark says).
+
+    ``index`` is the message's index, -1 for a mark on the tools list. None when none is marked.
+    """
+    found: list[CacheMark] = [
+        CacheMark(index=-1, ttl=_ttl(tool.get("cache_control")))
+        for tool in tools or ()
+        if isinstance(tool, Mapping) and tool.get("cache_control")
+    ][-1:]
+    injected = injected_indices(messages, injection_points)
+    for i, message in enumerate(messages):
+        control = _last_control(message)
+        if control is not None or i in injected:
+            found.append(CacheMark(index=i, ttl=_ttl(control)))
+    return tuple(found) or None
+
+
+def _last_control(message: Mapping[str, Any]) -> Any:
+    content = message.get("content")
+    parts = [p for p in content if isinstance(p, Mapping)] if isinstance(content, list) else []
+    marks = [p["cache_control"] for p in parts if p.get("cache_control")]
+    own = message.get("cache_control")
+    return marks[-1] if marks else own or None
+
+
+def _ttl(control: Any) -> str:
+    ttl = control.get("ttl") if isinstance(control, Mapping) else None
+    return str(ttl) if ttl else "5m"
+
+
+def with_mark(message: Message, ttl: str | None = None) -> Message:
     """A new message with a mark on its last block; the input is never mutated.
+
+    ``ttl`` (``"5m"`` or ``"1h"``) is written into the mark when given; without one the
+    provider's default (5 minutes) applies.
 
     String content becomes one text part carrying the mark, the shape litellm expects for
     Anthropic. List content gets the mark on a copy of its last part. A message without content
@@ -83,10 +134,11 @@ def with_mark(message: Message) -> Message:
     litellm moves onto the last block it builds (the last tool_use or the tool_result).
     """
     content = message.get("content")
+    mark: dict[str, str] = {**EPHEMERAL, "ttl": ttl} if ttl else dict(EPHEMERAL)
     if isinstance(content, str) and content and message.get("role") != "tool":
-        part = {"type": "text", "text": content, "cache_control": dict(EPHEMERAL)}
+        part = {"type": "text", "text": content, "cache_control": mark}
         return {**message, "content": [part]}
     if isinstance(content, list) and content and isinstance(content[-1], Mapping):
-        last = {**content[-1], "cache_control": dict(EPHEMERAL)}
+        last = {**content[-1], "cache_control": mark}
         return {**message, "content": [*content[:-1], last]}
-    return {**message, "cache_control": dict(EPHEMERAL)}
+    return {**message, "cache_control": mark}

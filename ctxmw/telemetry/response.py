@@ -1,0 +1,88 @@
+"""What the recorder reads from one call besides its usage: provider, cost, the reply itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = ["cost_of", "provider_of", "reply_of"]
+
+
+def provider_of(model: str, kw: Mapping[str, Any]) -> str:
+    """litellm's provider for this call ('' when litellm cannot tell)."""
+    import litellm
+
+    try:
+        _, provider, _, _ = litellm.get_llm_provider(
+            model, custom_llm_provider=kw.get("custom_llm_provider"), api_base=kw.get("api_base")
+        )
+    except Exception:  # the call itself would have failed first; keep the record anyway
+        return ""
+    return str(provider)
+
+
+def cost_of(response: object, model: str, provider: str) -> float | None:
+    """``litellm.completion_cost`` of a response or consumed stream; None when unpriced."""
+    import litellm
+
+    try:
+        if isinstance(response, list | tuple):
+            usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
+            if usage is None:
+                return None
+            prompt, completion = litellm.cost_per_token(
+                model=model, custom_llm_provider=provider or None, usage_object=usage
+            )
+            return float(prompt + completion)
+        if response is None:
+            return None
+        return float(
+            litellm.completion_cost(
+                completion_response=response, model=model, custom_llm_provider=provider or None
+            )
+        )
+    except Exception:  # litellm cannot price this model: the ledger says null
+        return None
+
+
+def reply_of(response: object) -> Mapping[str, Any] | None:
+    """The assistant message a call returned (a stream's text joined); None when there is none.
+
+    A streamed reply with tool calls gives None: its pieces are not reassembled here.
+    """
+    if isinstance(response, list | tuple):
+        return _streamed_reply(response)
+    choices = _get(response, "choices")
+    if not choices:
+        return None
+    message = _get(choices[0], "message")
+    return {
+        "role": "assistant",
+        "content": _get(message, "content"),
+        "tool_calls": _get(message, "tool_calls"),
+    }
+
+
+def _streamed_reply(chunks: list[Any] | tuple[Any, ...]) -> Mapping[str, Any] | None:
+    text: list[str] = []
+    for chunk in chunks:
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            if _get(delta, "tool_calls"):
+                return None
+            piece = _get(delta, "content")
+            if isinstance(piece, str):
+                text.append(piece)
+    return {"role": "assistant", "content": "".join(text)} if text else None
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _usage_of_chunk(chunk: object) -> Any:
+    usage = getattr(chunk, "usage", None)
+    if usage is None:
+        hidden = getattr(chunk, "_hidden_params", None)
+        usage = hidden.get("usage") if isinstance(hidden, Mapping) else None
+    return usage
