@@ -119,7 +119,8 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
 
 
 def log_record(logger: logging.Logger, record: CallRecord) -> None:
-    """One INFO line: reported against expected cache reads, and the bust if any."""
+    """One INFO line: reported against expected cache reads, and the bust if any; then one
+    WARNING line per alert the call fired (``ctxmw <rule> <message>``)."""
     bust = record.bust
     cause = ""
     if bust is not None:
@@ -142,6 +143,8 @@ def log_record(logger: logging.Logger, record: CallRecord) -> None:
         record.cache_rule,
         cause,
     )
+    for alert in record.alerts:
+        logger.warning("ctxmw %s %s", alert["rule"], alert["message"])
 
 
 async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging.Logger) -> None:
