@@ -57,8 +57,14 @@ async def test_one_span_per_call_with_genai_names_and_metrics(
         text("a", usage=usage(2000, 5, cached_tokens=0)),
         text("b", usage=usage(2100, 7, cached_tokens=1920)),
     )
-    session = ctxmw.Session("openai/gpt-4o", system=SYSTEM["content"], completion=fake,
-                            on_call=[export], prompt_strategies="none", session="conv-1")  # fmt: skip
+    session = ctxmw.Session(
+        "openai/gpt-4o",
+        system=SYSTEM["content"],
+        completion=fake,
+        on_call=[export],
+        prompt_strategies="none",
+        session="conv-1",
+    )
     await session.ask("one")
     await session.ask("two")
     finished = spans.get_finished_spans()
@@ -126,8 +132,8 @@ async def test_off_unless_configured_and_the_setting_uses_the_global_providers(
     provider.add_span_processor(SimpleSpanProcessor(exporter))
     monkeypatch.setattr(trace, "get_tracer_provider", lambda: provider)
     recorder = CallRecorder("s", settings=Settings(otel=True), token_counter=ApproxCounter())
-    await recorder.record(model="gpt-4o", wire_kwargs={"model": "gpt-4o", "messages": [SYSTEM]},
-                          transcript=[SYSTEM])  # fmt: skip
+    kwargs = {"model": "gpt-4o", "messages": [SYSTEM]}
+    await recorder.record(model="gpt-4o", wire_kwargs=kwargs, transcript=[SYSTEM])
     assert len(exporter.get_finished_spans()) == 1
 
 
