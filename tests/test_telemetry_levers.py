@@ -98,3 +98,42 @@ def test_marks_with_their_ttl() -> None:
     assert payload_marks([{"role": "user", "content": "x"}]) is None
     injected = payload_marks([{"role": "user", "content": "x"}], None, [{"index": -1}])
     assert injected == ({"index": 0, "ttl": "5m"},)
+
+
+def _tool_round(i: int) -> list[dict[str, Any]]:
+    call = {"id": f"c{i}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"c{i}", "content": f"result {i}"},
+    ]
+
+
+async def _claude_second_call(bridge: int | None) -> Any:
+    recorder = CallRecorder("s", token_counter=ApproxCounter())
+    model = "anthropic/claude-sonnet-4-5"
+    first = [{"role": "system", "content": "rules " * 2000}, with_mark(HEAD[1])]
+    rounds = [m for i in range(12) for m in _tool_round(i)]
+    second = [first[0], HEAD[1], *rounds]
+    second[-1] = with_mark(second[-1])
+    if bridge is not None:
+        second[bridge] = with_mark(second[bridge])
+    for msgs in (first, second):
+        record = await recorder.record(
+            model=model, wire_kwargs={"model": model, "messages": msgs}, transcript=msgs
+        )
+    return record
+
+
+@pytest.mark.anyio
+async def test_breakpoints_reads_nothing_past_the_20_block_lookback() -> None:
+    far = await _claude_second_call(bridge=None)  # 24 blocks from the old mark to the new one
+    assert far.cache_rule == "breakpoints"
+    assert far.prefix_tokens_local > 2000
+    assert far.expected_cached_tokens == 0
+
+
+@pytest.mark.anyio
+async def test_a_bridge_within_the_lookback_finds_the_previous_mark() -> None:
+    near = await _claude_second_call(bridge=12)
+    assert near.expected_cached_tokens > 2000
+    assert near.cache_marks == ({"index": 12, "ttl": "5m"}, {"index": 25, "ttl": "5m"})

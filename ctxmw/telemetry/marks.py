@@ -18,12 +18,15 @@ __all__ = [
     "LOOKBACK_BLOCKS",
     "MAX_BREAKPOINTS",
     "CacheMark",
+    "blocks",
     "count_marks",
     "injected_indices",
     "is_marked",
     "marked_indices",
     "payload_marks",
+    "plan_marks",
     "with_mark",
+    "within_lookback",
 ]
 
 MAX_BREAKPOINTS = 4
@@ -85,6 +88,88 @@ def marked_indices(
     """Indices of every message that reaches the provider with a mark (own or injected)."""
     own = {i for i, msg in enumerate(messages) if is_marked(msg)}
     return own | injected_indices(messages, injection_points)
+
+
+def blocks(message: Mapping[str, Any]) -> int:
+    """How many content blocks a message becomes on Anthropic's wire (at least 1).
+
+    Each content part is a block, and so is each tool call (a ``tool_use`` block); a tool
+    result is one ``tool_result`` block.
+    """
+    content = message.get("content")
+    parts = len(content) if isinstance(content, list) else 1 if content else 0
+    calls = message.get("tool_calls")
+    return max(parts + (len(calls) if isinstance(calls, list) else 0), 1)
+
+
+def within_lookback(messages: Sequence[Mapping[str, Any]], entry: int, mark: int) -> bool:
+    """Whether a cache entry ending at message ``entry`` is found from a mark at ``mark``.
+
+    Anthropic looks for a hit at most ``LOOKBACK_BLOCKS`` blocks before each breakpoint: the
+    blocks after ``entry`` up to ``mark`` must not exceed that. ``entry`` -1 is the start.
+    """
+    if mark < entry:
+        return False
+    total = 0
+    for i in range(entry + 1, mark + 1):
+        total += blocks(messages[i])
+        if total > LOOKBACK_BLOCKS:
+            return False
+    return True
+
+
+def plan_marks(
+    messages: Sequence[Mapping[str, Any]],
+    *,
+    head: int | None,
+    taken: Iterable[int] = (),
+    budget: int = MAX_BREAKPOINTS,
+) -> list[tuple[int, str]]:
+    """Where to put new marks and with which TTL, as ``(index, ttl)`` in message order.
+
+    In order of priority, within ``budget`` new marks and skipping the indices in ``taken``:
+
+    1. the last message, ``5m``: the next call, which extends this prompt, reads all of it;
+    2. ``head`` (the end of the stable prefix), ``1h``: it stays byte-stable for a whole epoch,
+       so it outlives pauses of more than 5 minutes and the tail's moves;
+    3. bridges, ``5m``: walking back from the tail, a mark as far back as the 20-block lookback
+       reaches, while the span down to the head (or the start) is longer than the lookback, so
+       that a previous tail more than 20 blocks back is still found (a stateless caller that
+       sends several new turns at once, a tool round with many parallel calls).
+
+    Longer TTLs come first in the prompt (Anthropic requires it): the head is the only 1h mark
+    and every other mark is after it.
+    """
+    taken = set(taken)
+    tail = len(messages) - 1
+    chosen: dict[int, str] = {}
+
+    def take(i: int, ttl: str) -> None:
+        if len(chosen) < budget and i >= 0 and i not in taken and i not in chosen:
+            chosen[i] = ttl
+
+    if tail < 0:
+        return []
+    take(tail, "5m")
+    floor = head if head is not None and head < tail else -1
+    if floor >= 0:
+        take(floor, "1h")
+    anchor = tail
+    while len(chosen) < budget and not within_lookback(messages, floor, anchor):
+        bridge = _reach(messages, anchor)
+        if bridge <= floor or bridge == anchor:
+            break
+        take(bridge, "5m")
+        anchor = bridge
+    return sorted(chosen.items())
+
+
+def _reach(messages: Sequence[Mapping[str, Any]], mark: int) -> int:
+    """The earliest message whose end a lookup from ``mark`` still finds."""
+    i = mark
+    while i > 0 and within_lookback(messages, i - 1, mark):
+        i -= 1
+    return i
 
 
 def payload_marks(

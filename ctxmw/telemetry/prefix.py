@@ -18,6 +18,7 @@ before. Old messages are never recounted; cumulative sums of the common part are
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -30,7 +31,7 @@ from ctxmw.telemetry.counters import (
     template_tools_tokens,
     text_tokens,
 )
-from ctxmw.telemetry.marks import injected_indices
+from ctxmw.telemetry.marks import injected_indices, within_lookback
 
 __all__ = [
     "PrefixResult",
@@ -352,11 +353,15 @@ def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
 
 
 def _marked_prefix(prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool) -> int:
+    """Tokens up to the latest previous-call mark in the common prefix that a mark of this
+    call finds within the provider's 20-block lookback (an entry nobody looks up is not read)."""
     if prev is None or tools_changed:
         return 0
-    inside = [i for i in prev.marked if i < common]
-    if inside:
-        return cur.tools_tokens + cur.cumulative[max(inside) + 1]
+    marks = sorted(cur.marked)
+    for entry in sorted((i for i in prev.marked if i < common), reverse=True):
+        after = bisect_left(marks, entry)
+        if after < len(marks) and within_lookback(cur.messages, entry, marks[after]):
+            return cur.tools_tokens + cur.cumulative[entry + 1]
     return cur.tools_tokens if prev.tools_marked and cur.tools_tokens else 0
 
 
