@@ -156,7 +156,7 @@ class Settings(BaseSettings):
         0.5, ge=0, le=1, description="Alerts: write_every_call fires over this share written."
     )
     alert_bust_causes: list[BustCause] = Field(
-        default_factory=lambda: list[BustCause](["tools", "system"]),
+        ["tools", "system"],
         description="Alerts: bust causes that fire bust_<cause>; env: a JSON list.",
     )
     # --- end of the issue 15 block -------------------------------------------------------------

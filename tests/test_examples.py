@@ -10,6 +10,11 @@ import pytest
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.py"))
 PROMISES = {
+    "cache_alerts.py": [
+        "ALERT bust_tools:",
+        "ctxmw stats --check exit code: 1",
+        "self-contained",
+    ],
     "tool_agent.py": [
         "Model calls: 3",
         "I reordered 24",
