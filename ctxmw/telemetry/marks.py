@@ -176,21 +176,24 @@ def payload_marks(
     messages: Sequence[Mapping[str, Any]],
     tools: Sequence[Mapping[str, Any]] | None = None,
     injection_points: Iterable[Any] | None = None,
+    *,
+    indices: Iterable[int] | None = None,
 ) -> tuple[CacheMark, ...] | None:
     """The marks a payload carries, in order, with their TTL (``5m`` unless the mark says).
 
     ``index`` is the message's index, -1 for a mark on the tools list. None when none is marked.
+    ``indices``, when known (the prefix tracker has them), are the marked messages (own or
+    injected): only those are looked at, so a long payload is not walked again.
     """
     found: list[CacheMark] = [
         CacheMark(index=-1, ttl=_ttl(tool.get("cache_control")))
         for tool in tools or ()
         if isinstance(tool, Mapping) and tool.get("cache_control")
     ][-1:]
-    injected = injected_indices(messages, injection_points)
-    for i, message in enumerate(messages):
-        control = _last_control(message)
-        if control is not None or i in injected:
-            found.append(CacheMark(index=i, ttl=_ttl(control)))
+    if indices is None:
+        indices = marked_indices(messages, injection_points)
+    for i in sorted(indices):
+        found.append(CacheMark(index=i, ttl=_ttl(_last_control(messages[i]))))
     return tuple(found) or None
 
 

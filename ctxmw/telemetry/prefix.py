@@ -74,6 +74,7 @@ class PrefixResult:
             otherwise.
         system_changed: the first message that differs from the previous payload is a system
             or developer message (in either payload).
+        marked: indices of this payload's messages that carry a mark (own or injected).
     """
 
     prompt_tokens: int
@@ -91,6 +92,7 @@ class PrefixResult:
     partial_tokens: int = 0
     reply_tokens: int = 0
     system_changed: bool = False
+    marked: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -200,6 +202,7 @@ class PrefixTracker:
             partial_tokens=self._partial(model, prev, cur, common, broke and not tools_changed),
             reply_tokens=0 if broke else self._reply_tokens(cur, common),
             system_changed=broke and not tools_changed and _system_at(prev, cur, common),
+            marked=cur.marked,
         )
 
     def _reply_tokens(self, cur: _Snapshot, common: int) -> int:

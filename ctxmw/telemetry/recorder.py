@@ -230,7 +230,7 @@ class CallRecorder:
             bust=bust,
             payload_digest=prefix.payload_digest,
             budget=self._budget(model, prefix),
-            cache_marks=payload_marks(messages, tools, kw.get("cache_control_injection_points")),
+            cache_marks=payload_marks(messages, tools, indices=prefix.marked),
             prompt_cache_key=_key(kw.get("prompt_cache_key")),
         )
         if not self.settings.alerts:
