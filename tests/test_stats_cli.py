@@ -134,3 +134,28 @@ def test_follow_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert out.splitlines()[0].split()[:3] == ["session", "model", "calls"]
     assert main(["stats", str(path), "--follow", "--poll", "0"]) == 2
     assert "--poll 0.0 must be" in capsys.readouterr().err
+
+
+def test_follow_prints_each_new_call_and_its_alerts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxmw.telemetry.follow as follow
+
+    path = write(tmp_path / "i.ledger.jsonl", BROKEN[:1])
+    pending = [BROKEN[1], BROKEN[2]]
+
+    def sleep(_: float) -> None:  # each poll, the agent has finished one more call
+        if not pending:
+            raise KeyboardInterrupt
+        with path.open("a") as f:
+            f.write(json.dumps(pending.pop(0)) + "\n")
+
+    monkeypatch.setattr(follow.time, "sleep", sleep)
+    assert main(["stats", str(path), "--follow", "--check"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[0] == "session"
+    calls = [line for line in lines if line.startswith("call b ")]
+    assert len(calls) == 2
+    assert "cached=96.0% expected=96.0%" in calls[0]
+    assert calls[1].endswith("bust=tools")
+    assert lines[-1].startswith("ALERT b call 3: bust_tools: ")

@@ -75,7 +75,7 @@ def _check(records: Sequence[Mapping[str, Any]]) -> int:
 
     alerts = evaluate(records, _rules())
     for alert in alerts:
-        print(f"ALERT {alert['session']} call {alert['call']}: {alert['rule']}: {alert['message']}")
+        print(_alert_line(alert))
     print(f"check: {len(alerts)} alert(s) over {len(records)} calls")
     return 1 if alerts else 0
 
@@ -89,24 +89,26 @@ def _follow(args: argparse.Namespace) -> int:
         raise UsageError(f"--poll {args.poll!r} must be a number of seconds above 0.")
     states: dict[str, AlertState] = {}
     fired = 0
-    first = True
+    batches = follow_ledgers(args.ledgers, poll_s=args.poll, idle_s=args.idle)
     try:
-        for batch in follow_ledgers(args.ledgers, poll_s=args.poll, idle_s=args.idle):
-            if first:
+        for n, batch in enumerate(batches):
+            if n == 0:  # what is there already: the table, its alerts only counted
                 print(format_table(summarise(batch)), flush=True)
             for record in batch:
                 state = states.setdefault(str(record.get("session", "")), AlertState(_rules()))
                 alerts = state.observe(record)
                 fired += len(alerts)
-                if not first:
+                if n > 0:
                     print(call_line(record), flush=True)
-                for alert in alerts if not first else ():
-                    print(f"ALERT {alert['session']} call {alert['call']}: {alert['rule']}: "
-                          f"{alert['message']}", flush=True)  # fmt: skip
-            first = False
+                    for alert in alerts:
+                        print(_alert_line(alert), flush=True)
     except KeyboardInterrupt:
         pass
     return 1 if args.check and fired else 0
+
+
+def _alert_line(alert: Mapping[str, Any]) -> str:
+    return f"ALERT {alert['session']} call {alert['call']}: {alert['rule']}: {alert['message']}"
 
 
 def call_line(record: Mapping[str, Any]) -> str:

@@ -23,7 +23,7 @@ def follow_ledgers(
     *,
     poll_s: float = 1.0,
     idle_s: float | None = None,
-    sleep: Callable[[float], None] = time.sleep,
+    sleep: Callable[[float], None] | None = None,
     clock: Callable[[], float] = time.monotonic,
 ) -> Iterator[list[dict[str, Any]]]:
     """Yield the records of ``paths`` in batches: first all there is, then each poll's new ones.
@@ -32,10 +32,11 @@ def follow_ledgers(
         paths: ledger files (``*.ledger.jsonl``).
         poll_s: seconds between polls.
         idle_s: stop once this many seconds passed without a new record (None: never).
-        sleep: waits between polls (injectable for tests).
+        sleep: waits between polls (default ``time.sleep``, looked up at each call).
         clock: a monotonic clock (injectable for tests).
     """
     tails = [_Tail(Path(p)) for p in paths]
+    wait = sleep if sleep is not None else time.sleep
     last = clock()
     first = True
     while True:
@@ -46,7 +47,7 @@ def follow_ledgers(
         first = False
         if idle_s is not None and clock() - last >= idle_s:
             return
-        sleep(poll_s)
+        wait(poll_s)
 
 
 class _Tail:
