@@ -137,3 +137,17 @@ async def test_a_bridge_within_the_lookback_finds_the_previous_mark() -> None:
     near = await _claude_second_call(bridge=12)
     assert near.expected_cached_tokens > 2000
     assert near.cache_marks == ({"index": 12, "ttl": "5m"}, {"index": 25, "ttl": "5m"})
+
+
+def test_a_provider_that_takes_no_key_is_turned_away_without_litellm(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import sys
+
+    monkeypatch.setitem(sys.modules, "litellm", None)  # importing it now would raise
+    kwargs = {"model": "fake/model", "messages": HEAD}
+    assert CallRecorder("s").prepare_kwargs(kwargs) is kwargs
+    assert CallRecorder("s").prepare_kwargs({"model": "ollama/llama3", "messages": HEAD}) == {
+        "model": "ollama/llama3",
+        "messages": HEAD,
+    }

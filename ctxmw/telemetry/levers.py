@@ -25,20 +25,36 @@ from ctxmw.telemetry.rules import self_hosted
 __all__ = ["conversation_key", "takes_prompt_cache_key", "with_prompt_cache_key"]
 
 
-def with_prompt_cache_key(
-    kwargs: MutableMapping[str, Any], provider: str
-) -> MutableMapping[str, Any]:
+def with_prompt_cache_key(kwargs: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
     """``kwargs`` with a ``prompt_cache_key`` added where the provider takes one (a new dict).
 
     The input is returned unchanged when the caller set a key (even None), or the provider takes
-    none, or there are no messages.
+    none, or there are no messages. A model whose ``provider/`` prefix cannot take one (a fake,
+    a self-hosted provider) is turned away before litellm is even imported.
     """
     messages = kwargs.get("messages") or []
-    if "prompt_cache_key" in kwargs or not messages:
+    model = str(kwargs.get("model", ""))
+    if "prompt_cache_key" in kwargs or not messages or not _candidate(model, kwargs):
         return kwargs
-    if not takes_prompt_cache_key(str(kwargs.get("model", "")), provider, kwargs.get("api_base")):
+    from ctxmw.telemetry.response import provider_of
+
+    if not takes_prompt_cache_key(model, provider_of(model, kwargs), kwargs.get("api_base")):
         return kwargs
     return {**kwargs, "prompt_cache_key": conversation_key(messages)}
+
+
+# A superset of the providers litellm 1.110 passes prompt_cache_key to ("" is a bare model name,
+# resolved by litellm); litellm's supported parameters make the final decision.
+_CANDIDATES = frozenset(
+    {"", "openai", "azure", "azure_ai", "mistral", "deepseek", "fireworks_ai", "morph", "xai"}
+)
+
+
+def _candidate(model: str, kwargs: Mapping[str, Any]) -> bool:
+    provider = kwargs.get("custom_llm_provider")
+    if not isinstance(provider, str):
+        provider = model.split("/", 1)[0] if "/" in model else ""
+    return provider in _CANDIDATES
 
 
 def conversation_key(messages: Sequence[Mapping[str, Any]]) -> str:

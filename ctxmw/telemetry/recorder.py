@@ -114,10 +114,9 @@ class CallRecorder:
         ``prompt_cache_key`` unless the ``prompt_cache_key`` setting is off (see
         :mod:`ctxmw.telemetry.levers`). The input is never modified.
         """
-        model = str(kwargs.get("model", ""))
-        kwargs = with_stream_usage(kwargs, model)
+        kwargs = with_stream_usage(kwargs, str(kwargs.get("model", "")))
         if self.settings.prompt_cache_key:
-            kwargs = with_prompt_cache_key(kwargs, provider_of(model, kwargs))
+            kwargs = with_prompt_cache_key(kwargs)
         return kwargs
 
     async def record(
