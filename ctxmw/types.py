@@ -48,6 +48,8 @@ class StrategyContext:
         memo: a session's scratch space, the same dict on every call of one session (None for
             one-off calls): strategies may keep data derived from their input there, keyed by
             their name, to do per call only the work the new messages need.
+        now: the call's wall-clock time in seconds (``time.time()``), None when unknown (replay,
+            one-off ``prepare_prompt``); strategies derive the time since the previous call.
     """
 
     settings: Settings
@@ -58,3 +60,4 @@ class StrategyContext:
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     completion: Callable[..., Awaitable[Any]] | None = None
     memo: dict[str, Any] | None = None
+    now: float | None = None

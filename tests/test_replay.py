@@ -16,7 +16,6 @@ import pytest
 from ctxmw import Settings
 from ctxmw.cli import main
 from ctxmw.errors import UsageError
-from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.replay import DEFAULT_MODEL, ReplayResult, call_points, load_transcript, replay
 from ctxmw.replay.caching import model_prices
 from ctxmw.replay.synthetic import synthetic_transcript
@@ -35,6 +34,7 @@ KEYS = {
     "retained_compacted",
     "cost",
     "cost_ratio_to_none",
+    "cost_ratio_to_optimal",
 }
 MODELS = {"auto", "breakpoints", "end_breakpoint"}
 # Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
@@ -76,7 +76,13 @@ def test_json_has_the_documented_keys(cli_json: dict[str, Any]) -> None:
     assert cli_json["transcripts"] == ["synthetic:60:seed=0"]
     assert cli_json["calls"] == len(call_points(synthetic_transcript(60)))
     assert cli_json["window"] == 200_000
-    assert list(cli_json["strategies"]) == ["none", *LISTS, "clear_tool_results"]
+    # The default lists gained the default strategy (issue 12), second after the baseline.
+    assert list(cli_json["strategies"]) == [
+        "none",
+        "shorten_tools_economic",
+        *LISTS,
+        "clear_tool_results",
+    ]
     for entry in cli_json["strategies"].values():
         assert set(entry) >= KEYS
         assert set(entry["cost"]) == set(entry["cost_ratio_to_none"]) == MODELS
@@ -173,13 +179,18 @@ def _two_calls() -> Messages:
 @pytest.mark.anyio
 async def test_cost_matches_a_hand_computation() -> None:
     messages = _two_calls()
-    result = await replay([messages], ["none"], counter=ApproxCounter())
+    counter = ApproxCounter()
+    result = await replay([messages], ["none"], counter=counter)
     p = model_prices(DEFAULT_MODEL)
-    size = [len(canonical_bytes(m)) // 4 for m in messages]
+    size = [counter.message_tokens(DEFAULT_MODEL, m) for m in messages]
+    primer = counter.overhead_tokens(DEFAULT_MODEL)  # sent on every call, never cached
     b1, b2 = sum(size[:2]), sum(size[:4])
-    assert [c.prompt_tokens for c in result.strategies["none"].calls] == [b1, b2]
-    auto = b1 * p.input + (b2 - b1 // 128 * 128) * p.input + b1 // 128 * 128 * p.cache_read
-    marks = b1 * p.cache_write + b1 * p.cache_read + (b2 - b1) * p.cache_write
+    assert [c.prompt_tokens for c in result.strategies["none"].calls] == [b1 + primer, b2 + primer]
+    read = b1 // 128 * 128
+    auto = (b1 + primer) * p.input + (b2 + primer - read) * p.input + read * p.cache_read
+    marks = (
+        b1 * p.cache_write + b1 * p.cache_read + (b2 - b1) * p.cache_write + 2 * primer * p.input
+    )
     expected = {"auto": auto, "breakpoints": marks, "end_breakpoint": marks}
     assert result.strategies["none"].cost == pytest.approx(expected)
 

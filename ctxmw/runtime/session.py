@@ -38,14 +38,15 @@ import anyio
 from ctxmw._litellm import (
     CompletionFn,
     default_completion,
-    load_litellm,
     message_dict,
     response_message,
+    stream_chunk_builder,
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.stream import PersistingStream
-from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
+from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.runtime.transcript import TranscriptFile, match_history
 from ctxmw.runtime.turn import Turn, delivered_notes
@@ -81,6 +82,8 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
+            strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
 
     Raises:
@@ -101,6 +104,7 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
@@ -119,6 +123,7 @@ class Session:
         self._pending: Messages = []
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
+        self._clock = clock
         self.recorder = CallRecorder(
             session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
             save_file=self._path,
@@ -193,7 +198,7 @@ class Session:
             call = turn.stream_call
             if call is not None:
                 await self._record(call, chunks, time.perf_counter() - call.started, stream)
-            built = load_litellm().stream_chunk_builder(chunks, messages=prompt)
+            built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
                 await self._commit(turn)
@@ -279,7 +284,12 @@ class Session:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
         ctx = StrategyContext(
-            self.settings, save_file=self._path, model=self.model, round=round_, memo=self._memo
+            self.settings,
+            save_file=self._path,
+            model=self.model,
+            round=round_,
+            memo=self._memo,
+            now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
@@ -346,7 +356,7 @@ class Session:
             self._messages.extend(new)
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
-        names = {str((c.get("function") or {}).get("name", "")) for c in calls}
+        names = {call_name(c) for c in calls}
         return not names & self.tools.declared
 
     def _take_pending(self) -> Messages:

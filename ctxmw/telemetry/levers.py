@@ -19,6 +19,7 @@ from collections.abc import Mapping, MutableMapping, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ctxmw import _litellm
 from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.telemetry.rules import self_hosted
 
@@ -76,11 +77,5 @@ def takes_prompt_cache_key(model: str, provider: str, api_base: str | None = Non
 
 @lru_cache(maxsize=256)
 def _supported(model: str, provider: str) -> bool:
-    import litellm
-
     base = model.split("/", 1)[1] if model.startswith(f"{provider}/") else model
-    try:
-        params = litellm.get_supported_openai_params(model=base, custom_llm_provider=provider)
-    except Exception:  # an unknown model: leave the call as the caller wrote it
-        return False
-    return "prompt_cache_key" in (params or ())
+    return "prompt_cache_key" in _litellm.supported_openai_params(base, provider)

@@ -242,6 +242,7 @@ class CallRecorder:
             tools=prefix.tools_tokens,
             window=self.settings.context_window or input_window(model),
             output_reservation=self.settings.output_reservation,
+            overhead=prefix.prompt_tokens - prefix.tools_tokens - prefix.cumulative_tokens[-1],
             **prefix.layer_tokens,
         ).as_record()
 

@@ -5,42 +5,32 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from ctxmw import _litellm
+
 __all__ = ["cost_of", "provider_of", "reply_of"]
 
 
 def provider_of(model: str, kw: Mapping[str, Any]) -> str:
     """litellm's provider for this call ('' when litellm cannot tell)."""
-    import litellm
-
-    try:
-        _, provider, _, _ = litellm.get_llm_provider(
-            model, custom_llm_provider=kw.get("custom_llm_provider"), api_base=kw.get("api_base")
-        )
-    except Exception:  # the call itself would have failed first; keep the record anyway
-        return ""
-    return str(provider)
+    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), kw.get("api_base"))
+    # None: the call itself would have failed first; keep the record anyway.
+    return routed[1] if routed is not None else ""
 
 
 def cost_of(response: object, model: str, provider: str) -> float | None:
-    """``litellm.completion_cost`` of a response or consumed stream; None when unpriced."""
-    import litellm
-
+    """litellm's cost of a response or consumed stream; None when it cannot price the model."""
     try:
         if isinstance(response, list | tuple):
             usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
             if usage is None:
                 return None
-            prompt, completion = litellm.cost_per_token(
-                model=model, custom_llm_provider=provider or None, usage_object=usage
+            prompt, completion = _litellm.cost_per_token(
+                model, provider=provider or None, usage=usage
             )
-            return float(prompt + completion)
+            return prompt + completion
         if response is None:
             return None
-        return float(
-            litellm.completion_cost(
-                completion_response=response, model=model, custom_llm_provider=provider or None
-            )
-        )
+        return _litellm.completion_cost(response, model, provider or None)
     except Exception:  # litellm cannot price this model: the ledger says null
         return None
 
