@@ -33,6 +33,7 @@ DEFAULT_COMPACTION_NOTICE = (
     "because an older result is no longer shown; repeat it only if you need fresh data."
 )
 _NOTICE_FIELDS = {"compacted", "dropped"}
+BustCause = Literal["tools", "system", "transcript", "strategy"]
 CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
 """Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
 
@@ -157,6 +158,35 @@ class Settings(BaseSettings):
         description="Record every model call (ledger beside the save_file, the 'ctxmw' logger, "
         "on_call hooks).",
     )
+    # --- Cache telemetry levers, alerts and export (issue 15) ----------------------------------
+    prompt_cache_key: bool = Field(
+        True,
+        description="Send a stable per-conversation prompt_cache_key to providers that take "
+        "one (OpenAI, Azure; litellm's supported params decide); a caller's own key wins.",
+    )
+    otel: bool = Field(
+        False,
+        description="Export a span and metrics per model call through the global OpenTelemetry "
+        "providers (needs the 'otel' extra).",
+    )
+    alerts: bool = Field(True, description="Evaluate the alert rules after every call.")
+    alert_window: int = Field(
+        10, ge=1, description="Alerts: calls per window of the windowed rules."
+    )
+    alert_min_hit_rate: float = Field(
+        0.5, ge=0, le=1, description="Alerts: low_hit_rate fires under this share read."
+    )
+    alert_max_drift: float = Field(
+        0.1, ge=0, le=1, description="Alerts: drift fires over this reported/expected gap."
+    )
+    alert_write_fraction: float = Field(
+        0.5, ge=0, le=1, description="Alerts: write_every_call fires over this share written."
+    )
+    alert_bust_causes: list[BustCause] = Field(
+        ["tools", "system"],
+        description="Alerts: bust causes that fire bust_<cause>; env: a JSON list.",
+    )
+    # --- end of the issue 15 block -------------------------------------------------------------
     max_rounds: int = Field(
         25, ge=1, description="Tool loop: model calls per turn before MaxRoundsExceeded."
     )
