@@ -200,3 +200,30 @@ def test_entry_point_plugins_are_loaded(monkeypatch: pytest.MonkeyPatch) -> None
     finally:
         _registry._registry.clear()
         _registry._registry.update(saved)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ctxmw.CompactionLossError("compact", ["ORDER-1"]),
+        ctxmw.ContextOverflowError("system", 10, 5),
+        UsageError("bad input"),
+        ctxmw.InvalidTranscriptError("orphan", 3),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+async def test_ctxmw_errors_in_a_strategy_reach_the_caller_as_themselves(
+    error: Exception,
+) -> None:
+    def refuse(messages: Messages, ctx: StrategyContext) -> Messages:
+        raise error
+
+    with pytest.raises(type(error)) as info:
+        await prepare_prompt(MSGS, refuse)
+    assert isinstance(info.value, StrategyError)  # `except StrategyError` still fires too
+    assert info.value.__cause__ is error
+    assert info.value.strategy.endswith("refuse")
+    assert str(error) in str(info.value)
+    for key, value in vars(error).items():
+        assert getattr(info.value, key) == value or key == "strategy"
+

@@ -80,6 +80,8 @@ def test_a_lost_durable_item_refuses_with_a_typed_error() -> None:
     with pytest.raises(StrategyError) as wrapped:
         anyio.run(lambda: prepare_prompt(msgs, [compact], settings=ctx.settings))
     assert isinstance(wrapped.value.__cause__, CompactionLossError)
+    assert isinstance(wrapped.value, CompactionLossError)  # `except CompactionLossError` fires
+    assert wrapped.value.missing == ["carrier API\ntimed out"]
 
 
 def test_a_lost_durable_item_falls_back_to_the_full_prompt(

@@ -10,10 +10,13 @@ Decisions the specification leaves open:
 * The save_file is locked for one turn, not for the session's life; a session reloads the file
   at the start of a turn if another writer changed it in between.
 * A turn's input (the user message) is written together with the first round, so a provider
-  error before any round completed leaves no dangling user message; retry with the same input.
-* ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
-  the model calls a tool given as a plain dict, the response is returned to the caller and the
-  assistant message is saved: answer its calls with ``run([...tool results])``.
+  error before any round completed leaves no dangling user message. The session keeps that
+  input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
+  continues with it, a retry with the same input sends it once, new input follows it.
+* ctxmw runs a response's tool calls only when the session has Python tools and none of the calls
+  names a tool given as a plain dict (a call to an unknown name then gets an error text). Without
+  Python tools a turn is exactly one model call. In every other case the response is returned to
+  the caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
 * Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
@@ -47,7 +50,7 @@ from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile, match_history
+from ctxmw.runtime.transcript import TranscriptFile, match_history, same_message
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
@@ -117,6 +120,7 @@ class Session:
         self._messages: Messages = []
         self._loaded = False
         self._pending: Messages = []
+        self._unsent: Messages = []  # a failed turn's input that no round committed
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self.recorder = CallRecorder(
@@ -136,6 +140,11 @@ class Session:
     def messages(self) -> Messages:
         """The committed transcript, full fidelity (a new list; the dicts are shared)."""
         return list(self._messages)
+
+    @property
+    def pending_input(self) -> Messages:
+        """Input of a turn that failed before its first round was saved; sent by the next run."""
+        return list(self._unsent)
 
     @property
     def pending_notes(self) -> Messages:
@@ -166,8 +175,15 @@ class Session:
             SaveFileBusy: another writer holds the save_file.
         """
         async with self._turn() as turn:
-            turn.stage([message_dict(m) for m in messages])
-            return await self._loop(turn)
+            staged = _after_unsent(self._unsent, [message_dict(m) for m in messages])
+            turn.stage(staged)
+            self._unsent = []
+            try:
+                return await self._loop(turn)
+            except BaseException:
+                if any(m is s for m in turn.unwritten for s in staged):
+                    self._unsent = staged  # no round committed it: keep it for the next run
+                raise
 
     async def _run_history(self, history: Sequence[Any]) -> Any:
         """A stateless call: ``history`` is the caller's whole conversation (litellm habit)."""
@@ -346,6 +362,9 @@ class Session:
             self._messages.extend(new)
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
+        # Without Python tools there is no loop: one call, its response returned (the promise).
+        if not self.tools.executable:
+            return False
         names = {str((c.get("function") or {}).get("name", "")) for c in calls}
         return not names & self.tools.declared
 
@@ -364,6 +383,12 @@ class _Call:
     round: int
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _after_unsent(unsent: Messages, given: Messages) -> Messages:
+    """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
+    retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
+    return given if retry or not unsent else [*unsent, *given]
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

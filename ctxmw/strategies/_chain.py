@@ -42,7 +42,8 @@ async def prepare_prompt(
 
     Raises:
         UnknownStrategyError: a name is not registered.
-        StrategyError: a strategy raised (the original is chained).
+        StrategyError: a strategy raised (the original is chained); when it raised one of
+            ctxmw's own errors, the error is also an instance of that class.
         Aborted: the inbox held an ``abort`` file.
     """
     resolved = resolve_settings(settings)
@@ -129,7 +130,7 @@ async def _run_one(
     except Aborted:
         raise
     except Exception as exc:
-        raise StrategyError(name, exc) from exc
+        raise StrategyError.wrap(name, exc) from exc
     if not isinstance(result, list):
         problem = TypeError(f"returned {type(result).__name__}, expected a list of messages")
         raise StrategyError(name, problem)
