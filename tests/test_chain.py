@@ -226,4 +226,3 @@ async def test_ctxmw_errors_in_a_strategy_reach_the_caller_as_themselves(
     assert str(error) in str(info.value)
     for key, value in vars(error).items():
         assert getattr(info.value, key) == value or key == "strategy"
-

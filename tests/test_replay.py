@@ -23,6 +23,7 @@ from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages, StrategyContext
+from tests._runs import session_folder
 
 LISTS = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
 KEYS = {
@@ -37,6 +38,7 @@ KEYS = {
     "cost_ratio_to_none",
 }
 MODELS = {"auto", "breakpoints", "end_breakpoint"}
+LEDGER_NOTE = "a telemetry ledger, not a transcript (read it with ctxmw stats)."
 # Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
 SMALL = {
     "epoch_tool_call_threshold": 10,
@@ -242,3 +244,24 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 async def test_a_transcript_without_call_points_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="no call point"):
         await replay([[{"role": "user", "content": "hi"}]], counter=ApproxCounter())
+
+
+def test_a_glob_matching_a_ledger_skips_it_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = session_folder(tmp_path)
+    assert [f.name for f in files] == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert main(["replay", *map(str, files), "--fast", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert list(json.loads(captured.out)["transcripts"]) == [str(files[0])]
+    notes = captured.err.strip().splitlines()
+    assert notes == [f"ctxmw replay: skipped {str(files[1])!r}: {LEDGER_NOTE}"]
+
+
+@pytest.mark.anyio
+async def test_load_transcript_skips_a_ledger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = (await anyio.to_thread.run_sync(session_folder, tmp_path))[1]
+    assert await load_transcript(ledger) == {}
+    assert "a telemetry ledger" in caplog.text

@@ -102,7 +102,9 @@ def test_overrides_return_a_new_validated_object() -> None:
         base.with_overrides({"epoch_size": "many"})
 
 
-@pytest.mark.parametrize("key", ["PROMPT_STRATEGIES", "MAX_TOOL_OUTPUTS", "EPOCH_SIZE", "TELEMETRY"])
+@pytest.mark.parametrize(
+    "key", ["PROMPT_STRATEGIES", "MAX_TOOL_OUTPUTS", "EPOCH_SIZE", "TELEMETRY"]
+)
 def test_an_empty_variable_means_unset(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
     monkeypatch.setenv(f"CTXMW_{key}", "")
     assert getattr(Settings(), key.lower()) == Settings.model_fields[key.lower()].default

@@ -64,7 +64,9 @@ def test_a_call_beyond_max_tool_calls_is_dropped_with_its_result(run: Run) -> No
 
 def test_the_message_that_crosses_max_tool_chars_is_kept_full(run: Run) -> None:
     source = adjacent_calls(50)
-    per_call = len(source[-1]["content"]) + len(source[-2]["tool_calls"][0]["function"]["arguments"])
+    per_call = len(source[-1]["content"]) + len(
+        source[-2]["tool_calls"][0]["function"]["arguments"]
+    )
     # 14 calls fit; the 15th result starts below the limit and crosses it: kept, like the seed.
     prompt = run(shorten_tools, source, max_tool_chars=per_call * 14 + 1, full_tool_outputs=0)
     assert classify(source, prompt)["full"] == span(36, 50)
@@ -72,7 +74,7 @@ def test_the_message_that_crosses_max_tool_chars_is_kept_full(run: Run) -> None:
 
 
 def test_protected_calls_spend_the_character_budget(run: Run) -> None:
-    source = adjacent_calls(20) + [{"role": "user", "content": "Now the next task."}]
+    source = [*adjacent_calls(20), {"role": "user", "content": "Now the next task."}]
     for f in range(21, 26):
         tc = call(f"call_{f}", "read", path=f"file_{f}", pad=LONG_ARG)
         source += group([tc], [f"{LONG_OUT} result {f}"])
@@ -86,7 +88,11 @@ def test_protected_calls_spend_the_character_budget(run: Run) -> None:
         shorten_tools_protect_current_turn=True,
     )
     # The current turn is kept full and has used the whole budget: nothing older is full.
-    assert classify(source, prompt) == {"dropped": [], "compacted": span(1, 20), "full": span(21, 25)}
+    assert classify(source, prompt) == {
+        "dropped": [],
+        "compacted": span(1, 20),
+        "full": span(21, 25),
+    }
 
 
 def test_protect_current_turn_keeps_the_whole_turn_full(run: Run) -> None:

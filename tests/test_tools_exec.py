@@ -94,6 +94,7 @@ async def test_failures_become_error_texts(the_call: dict[str, Any], expected: s
     # Only the tool that never finishes meets the short limit: on a loaded machine a worker
     # thread may take longer than 0.05 s to start, and the others must not be cut off.
     limit = 0.05 if the_call["function"]["name"] == "sleepy" else 30
+
     def boom() -> None:
         """Fail."""
         raise ValueError("kaboom")

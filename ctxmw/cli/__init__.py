@@ -85,7 +85,7 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
 
     try:
-        records = load_ledgers(args.ledgers)
+        records = load_ledgers(args.ledgers, on_skip=lambda note: _note("stats", note))
         print(format_table(summarise(records)))
         if args.plot:
             print(f"plot: {plot_ledger(records, args.plot)}")
@@ -93,6 +93,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         print(f"ctxmw stats: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _note(command: str, text: str) -> None:
+    print(f"ctxmw {command}: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

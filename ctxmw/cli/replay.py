@@ -87,10 +87,16 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     return 0
 
 
+def _note(text: str) -> None:
+    print(f"ctxmw replay: {text}", file=sys.stderr)
+
+
 async def _run(args: argparse.Namespace) -> ReplayResult:
     transcripts: dict[str, Messages] = {}
     for path in args.transcripts:
-        transcripts.update(await load_transcript(path))
+        transcripts.update(await load_transcript(path, on_skip=_note))
+    if not transcripts and args.synthetic is None:
+        raise UsageError("No transcript to replay: every file given was skipped.")
     if args.synthetic is not None:
         if args.synthetic < 1:
             raise UsageError(f"--synthetic {args.synthetic!r} must be at least 1 call.")

@@ -13,6 +13,7 @@ import anyio
 from ctxmw.cli.view import format_transcript
 from ctxmw.errors import InvalidTranscriptError
 from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry.files import file_kind, skip_note
 
 __all__ = ["add_show_command"]
 
@@ -35,6 +36,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"ctxmw show: no transcript at {str(path)!r}.", file=sys.stderr)
         return 1
+    with path.open("rb") as f:
+        note = skip_note(path, file_kind(path, f.read(1 << 16)), "messages")
+    if note is not None:
+        print(f"ctxmw show: {note}", file=sys.stderr)
+        return 2
     try:
         messages = anyio.run(TranscriptFile(path).load)
     except InvalidTranscriptError as exc:
