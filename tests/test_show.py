@@ -57,7 +57,7 @@ def test_show_full_unfolds(save_file: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_show_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["show", str(tmp_path / "nope.jsonl")]) == 1
+    assert main(["show", str(tmp_path / "nope.jsonl")]) == 2  # a usage error, like stats
     assert "no transcript" in capsys.readouterr().err
 
 

@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
+from ctxmw.cli._args import positive_int
 from ctxmw.cli.view import format_transcript
-from ctxmw.errors import InvalidTranscriptError
+from ctxmw.errors import UsageError
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.files import file_kind, skip_note
 
@@ -28,23 +28,19 @@ def add_show_command(sub: SubParsers, add: Adder) -> None:
     show = add(sub, "show", "print a transcript (save_file) readably", _cmd_show)
     show.add_argument("save_file", metavar="SAVE_FILE", help="a JSONL transcript")
     show.add_argument("--full", action="store_true", help="do not fold long parts")
-    show.add_argument("--width", type=int, default=100, help="characters shown of a folded part")
+    show.add_argument(
+        "--width", type=positive_int, default=100, help="characters shown of a folded part"
+    )
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
     path = Path(args.save_file)
     if not path.is_file():
-        print(f"ctxmw show: no transcript at {str(path)!r}.", file=sys.stderr)
-        return 1
+        raise UsageError(f"no transcript at {str(path)!r}.")
     with path.open("rb") as f:
         note = skip_note(path, file_kind(path, f.read(1 << 16)), "messages")
     if note is not None:
-        print(f"ctxmw show: {note}", file=sys.stderr)
-        return 2
-    try:
-        messages = anyio.run(TranscriptFile(path).load)
-    except InvalidTranscriptError as exc:
-        print(f"ctxmw show: {exc}", file=sys.stderr)
-        return 1
+        raise UsageError(note)
+    messages = anyio.run(TranscriptFile(path).load)
     print(format_transcript(messages, full=args.full, width=args.width))
     return 0
