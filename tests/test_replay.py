@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ctxmw import Settings
+from ctxmw import Settings, list_strategies, validate
 from ctxmw.cli import main
 from ctxmw.errors import UsageError
 from ctxmw.messages.canonical import canonical_bytes
@@ -24,6 +24,8 @@ from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages, StrategyContext
 from tests._runs import session_folder
+from tests.transcripts import call as _call
+from tests.transcripts import group as _group
 
 LISTS = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
 KEYS = {
@@ -38,6 +40,7 @@ KEYS = {
     "cost_ratio_to_none",
 }
 MODELS = {"auto", "breakpoints", "end_breakpoint"}
+DEFAULT_LISTS_ALL = [info.name for info in list_strategies()]
 LEDGER_NOTE = "a telemetry ledger, not a transcript (read it with ctxmw stats)."
 # Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
 SMALL = {
@@ -265,3 +268,38 @@ async def test_load_transcript_skips_a_ledger(
     ledger = (await anyio.to_thread.run_sync(session_folder, tmp_path))[1]
     assert await load_transcript(ledger) == {}
     assert "a telemetry ledger" in caplog.text
+
+
+def reused_ids_transcript(turns: int = 4) -> Messages:
+    """Each turn calls ``call_0`` and ``call_1`` again, as many real transcripts do."""
+    msgs: Messages = [{"role": "system", "content": "sys"}]
+    for t in range(turns):
+        msgs.append({"role": "user", "content": f"task {t}"})
+        calls = [_call(f"call_{j}", "read", path=f"f{t}{j}") for j in range(2)]
+        msgs += _group(calls, [f"output {t}.{j} " * 20 for j in range(2)])
+        msgs.append({"role": "assistant", "content": f"done {t}"})
+    return msgs
+
+
+@pytest.mark.anyio
+async def test_reused_ids_are_replayed_as_pairs_and_said(caplog: pytest.LogCaptureFixture) -> None:
+    messages = reused_ids_transcript()
+    result = await replay({"reused": messages}, ["none"], counter=ApproxCounter())
+    kept = result.strategies["none"].retention
+    assert (kept.results, kept.full, kept.compacted, kept.dropped) == (8, 8, 0, 0)
+    assert "'reused' reuses tool_call ids across turns; 6 call(s)" in caplog.text
+
+
+@pytest.mark.parametrize("name", [n for n in DEFAULT_LISTS_ALL if n != "none"])
+def test_every_strategy_keeps_reused_ids_paired(name: str) -> None:
+    messages = reused_ids_transcript(30)
+    validate(messages)
+    settings = Settings(**SMALL, max_tool_chars=0, context_window=10**9)
+    prompt = anyio.run(
+        lambda: apply_strategies(
+            messages, resolve_strategies(name, settings), StrategyContext(settings=settings)
+        )
+    )
+    validate(prompt)
+    if name == "repair_tool_pairs":
+        assert prompt == messages  # nothing to repair: reused ids pair within their groups

@@ -31,9 +31,20 @@ def test_valid_transcripts_pass() -> None:
         ),
         ([U, {"role": "assistant", "tool_calls": {"id": "a"}}], 1, "tool_calls is a dict"),
         (
-            [U, *group([call("a")], ["1"]), *group([call("a")], ["2"])],
-            3,
-            "duplicate tool_call id 'a'",
+            [U, *group([call("a"), call("a")], ["1", "2"])],
+            1,
+            "duplicate tool_call id 'a' in one message",
+        ),
+        ([U, {"role": "assistant", "content": "x", "tool_calls": []}], 1, "an empty list"),
+        (
+            [
+                U,
+                {"role": "assistant", "tool_calls": [call("a")]},
+                {"role": "system", "content": "be brief"},
+                {"role": "tool", "tool_call_id": "a", "content": "1"},
+            ],
+            1,
+            "'a' has no result before the system message at 2",
         ),
         (
             [U, {"role": "assistant", "tool_calls": [call("a")]}, U],
@@ -64,3 +75,18 @@ def test_first_problem_wins() -> None:
     with pytest.raises(InvalidTranscriptError) as info:
         validate(msgs)
     assert info.value.index == 0
+
+
+def test_an_id_reused_by_a_later_group_pairs_within_its_group() -> None:
+    # Real transcripts reuse ids across turns (call_0, call_1, ... every turn): each result
+    # answers the call of its own group.
+    validate([U, *group([call("a")], ["1"]), U, *group([call("a")], ["2"])])
+    validate([U, *group([call("a"), call("b")], ["1", "2"]), *group([call("b")], ["3"])])
+
+
+def test_a_result_answering_an_earlier_group_is_not_of_its_group() -> None:
+    msgs = [U, *group([call("a")], ["1"]), *group([call("b")], ["2"])]
+    msgs.append({"role": "tool", "tool_call_id": "a", "content": "again"})
+    with pytest.raises(InvalidTranscriptError, match="not a call of its tool group") as info:
+        validate(msgs)
+    assert info.value.index == 5
