@@ -303,3 +303,21 @@ def test_every_strategy_keeps_reused_ids_paired(name: str) -> None:
     validate(prompt)
     if name == "repair_tool_pairs":
         assert prompt == messages  # nothing to repair: reused ids pair within their groups
+
+
+@pytest.mark.parametrize("fast", [["--fast"], []], ids=["approx", "litellm"])
+def test_a_lone_surrogate_escape_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fast: list[str]
+) -> None:
+    path = tmp_path / "odd.jsonl"
+    lines = [
+        r'{"role":"user","content":"list /tmp"}',
+        r'{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",'
+        r'"function":{"name":"ls","arguments":"{}"}}]}',
+        r'{"role":"tool","tool_call_id":"c1","content":"caf\udce9.txt \ud800"}',
+        r'{"role":"assistant","content":"one file"}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(path), "--json", *fast]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["calls"] == 2
