@@ -124,3 +124,69 @@ def test_valid_in_valid_out_untouched_deterministic(messages: Messages) -> None:
         validate(out)
         assert compact(prefix, StrategyContext(settings=SMALL)) == out
     assert messages == before
+
+
+class CountingCounter:
+    """text -> tokens (a quarter of the characters), counting how often it is asked."""
+
+    def __init__(self) -> None:
+        self.calls = 0
+
+    def __call__(self, text: str) -> int:
+        self.calls += 1
+        return len(text) // 4
+
+
+def test_a_session_past_16384_messages_counts_only_its_new_messages() -> None:
+    counter = CountingCounter()
+    strategy = Compact(counter=counter)
+    msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    msgs += [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(16_500)]
+    memo: dict[str, Any] = {}
+    settings = Settings(context_window=10**9)  # measured every call, never folded
+    strategy(msgs, StrategyContext(settings=settings, memo=memo))
+    assert counter.calls == len(msgs)
+    counter.calls = 0
+    msgs.append({"role": "user", "content": "one more"})
+    strategy(msgs, StrategyContext(settings=settings, memo=memo))
+    assert counter.calls == 1
+
+
+def native_block_trace(pairs: int) -> Messages:
+    """Head, then Anthropic-native tool_use / tool_result message pairs."""
+    msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    for k in range(pairs):
+        use = {"type": "tool_use", "id": f"u{k}", "name": "read", "input": {"k": k}}
+        msgs.append({"role": "assistant", "content": [{"type": "text", "text": "r"}, use]})
+        result = {"type": "tool_result", "tool_use_id": f"u{k}", "content": "x" * 300}
+        msgs.append({"role": "user", "content": [result]})
+    return msgs
+
+
+def _blocks(message: Any, kind: str, key: str) -> list[Any]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b.get(key) for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
+def split_native_pairs(messages: Messages) -> list[int]:
+    """Indices of user messages whose tool_result blocks do not answer the message before."""
+    return [
+        i
+        for i, msg in enumerate(messages)
+        if any(
+            use_id not in (_blocks(messages[i - 1], "tool_use", "id") if i else [])
+            for use_id in _blocks(msg, "tool_result", "tool_use_id")
+        )
+    ]
+
+
+@pytest.mark.parametrize("keep", [2, 3, 4])
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_a_native_tool_use_is_never_folded_apart_from_its_result(keep: int, step: int) -> None:
+    msgs = native_block_trace(20)
+    ctx = ctx_for(msgs, compact_keep_recent=keep, summary_step=step)
+    out = compact(msgs, ctx)
+    assert ctx.stats["compact"]["folded"] > 0
+    assert split_native_pairs(out) == []
+    validate(out)

@@ -90,3 +90,40 @@ def test_a_result_answering_an_earlier_group_is_not_of_its_group() -> None:
     with pytest.raises(InvalidTranscriptError, match="not a call of its tool group") as info:
         validate(msgs)
     assert info.value.index == 5
+
+
+def tool_use(use_id: str) -> dict[str, Any]:
+    return {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "reading"},
+            {"type": "tool_use", "id": use_id, "name": "read", "input": {"path": "a"}},
+        ],
+    }
+
+
+def tool_result(use_id: str) -> dict[str, Any]:
+    return {
+        "role": "user",
+        "content": [{"type": "tool_result", "tool_use_id": use_id, "content": "text"}],
+    }
+
+
+def test_anthropic_native_tool_blocks_pair_with_the_next_message() -> None:
+    validate([U, tool_use("u1"), tool_result("u1"), {"role": "assistant", "content": "done"}])
+
+
+@pytest.mark.parametrize(
+    ("messages", "index", "pattern"),
+    [
+        ([U, tool_use("u1"), U, tool_result("u1")], 1, "'u1' has no tool_result in the next"),
+        ([U, tool_result("u1")], 1, "tool_result block answers 'u1'"),
+        ([U, tool_use("u1")], 1, "'u1' has no tool_result before the end"),
+    ],
+)
+def test_a_split_native_tool_block_is_invalid(
+    messages: list[Any], index: int, pattern: str
+) -> None:
+    with pytest.raises(InvalidTranscriptError, match=pattern) as info:
+        validate(messages)
+    assert info.value.index == index

@@ -4,7 +4,8 @@ A tool group is an assistant message with ``tool_calls`` and the tool messages r
 any other message (user, assistant, system) ends the group, and a call not answered by then is
 an error. Results pair with the calls of their own group by id, so an id may come back in a
 later group (real transcripts reuse ids such as ``call_0`` across turns); within one group ids
-must be unique.
+must be unique. Anthropic-native ``tool_use`` / ``tool_result`` content blocks are checked too
+(:mod:`ctxmw.messages.blocks`): each tool_use is answered in the very next message.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.errors import InvalidTranscriptError
+from ctxmw.messages.blocks import block_problems
 
 __all__ = ["Pairing", "scan", "validate"]
 
@@ -46,7 +48,9 @@ def validate(messages: Sequence[Any]) -> None:
             with no role, ``tool_calls`` that is not a list or is empty, a tool_call id used
             twice in one message, a tool message answering no call of its group, or a
             tool_call with no result before the next message that is not a tool result (a
-            user, assistant or system message) or the end.
+            user, assistant or system message) or the end; a ``tool_use`` content block not
+            answered by a ``tool_result`` block in the next message, or a ``tool_result`` block
+            answering none there.
     """
     problems = scan(messages).problems
     if problems:
@@ -72,6 +76,7 @@ def scan(messages: Sequence[Any]) -> Pairing:
         if role == "assistant":
             _open_calls(out, open_calls, seen, i, msg.get("tool_calls"))
     _close_turn(out, open_calls, "end of the transcript", len(messages))
+    out.problems += block_problems(messages)
     out.problems.sort(key=lambda problem: problem[0])
     return out
 
