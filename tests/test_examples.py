@@ -16,6 +16,12 @@ PROMISES = {
         "Error: tool 'stock' raised KeyError",
         "<- reorder [call_",
     ],
+    "retry_after_provider_error.py": [
+        "saved so far: 0 messages",
+        "waiting to be sent: 'What is the capital of France?'",
+        "answer: Paris.",
+        "saved now: ['user', 'assistant']",
+    ],
 }
 
 
