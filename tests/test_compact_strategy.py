@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ctxmw import CompactionLossError, Settings, StrategyError, budget, prepare_prompt, validate
+from ctxmw.strategies._chain import apply_strategies
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import (
@@ -127,29 +129,42 @@ def test_valid_in_valid_out_untouched_deterministic(messages: Messages) -> None:
 
 
 class CountingCounter:
-    """text -> tokens (a quarter of the characters), counting how often it is asked."""
+    """A TokenCounter (a quarter of the JSON characters a message) counting what it counts."""
 
     def __init__(self) -> None:
-        self.calls = 0
+        self.messages = 0
 
-    def __call__(self, text: str) -> int:
-        self.calls += 1
-        return len(text) // 4
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        self.messages += 1
+        return 3 + len(json.dumps(message)) // 4
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        return 0
+
+    def overhead_tokens(self, model: str) -> int:
+        return 3
 
 
-def test_a_session_past_16384_messages_counts_only_its_new_messages() -> None:
+@pytest.mark.parametrize("n", [16_500, 70_000])
+def test_a_long_session_counts_only_its_new_messages(n: int) -> None:
+    """Past any cache bound (16,384 entries once, 16 MB now), only new messages are counted."""
     counter = CountingCounter()
-    strategy = Compact(counter=counter)
+    chain = [("compact", Compact(counter=counter))]
     msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
-    msgs += [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(16_500)]
-    memo: dict[str, Any] = {}
-    settings = Settings(context_window=10**9)  # measured every call, never folded
-    strategy(msgs, StrategyContext(settings=settings, memo=memo))
-    assert counter.calls == len(msgs)
-    counter.calls = 0
+    msgs += [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(n)]
+    memo: dict[str, Any] = {}  # the session's memo, as a Session passes it on every call
+    settings = Settings(context_window=10**9)  # measured on every call, never folded
+
+    def call() -> None:
+        ctx = StrategyContext(settings=settings, memo=memo)
+        anyio.run(apply_strategies, msgs, chain, ctx)
+
+    call()
+    assert counter.messages == len(msgs)
+    counter.messages = 0
     msgs.append({"role": "user", "content": "one more"})
-    strategy(msgs, StrategyContext(settings=settings, memo=memo))
-    assert counter.calls == 1
+    call()
+    assert counter.messages == 1
 
 
 def native_block_trace(pairs: int) -> Messages:

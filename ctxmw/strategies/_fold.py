@@ -12,17 +12,18 @@ head + the same summary + the growing tail, so its prefix is byte-identical from
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter as Tally
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.budget import Budget, Counter, budget, budget_from_counts
+from ctxmw.context.budget import Budget, budget, budget_from_counts
 from ctxmw.context.survival import durable_items, durable_lines, message_text, missing_items
-from ctxmw.context.tokens import count_message, default_counter, input_window
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages, input_window
 from ctxmw.errors import CompactionLossError
 from ctxmw.messages.blocks import tool_result_ids
+from ctxmw.messages.canonical import canonical_json
+from ctxmw.messages.form import call_names, role_of
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, StrategyContext
 
@@ -55,11 +56,12 @@ class Fold:
         return self.end - self.start
 
 
-def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None) -> Budget:
+def measure(messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None) -> Budget:
     """The budget of ``messages`` for this call's model and settings.
 
-    In a session (``ctx.memo``), each message is counted once: counts are kept by message
-    object, so a growing transcript only counts its new messages, however long it gets.
+    In a session (``ctx.memo``), each message object is counted once: its count is kept beside
+    it, so a growing transcript only counts its new messages however long it gets (a cache keyed
+    by content and bounded by bytes would, past its bound, miss on every message of every call).
     """
     s = ctx.settings
     if ctx.memo is None:
@@ -70,28 +72,30 @@ def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | No
             context_window=s.context_window,
             counter=counter,
         )
-    count = counter if counter is not None else default_counter(ctx.model)
+    count = as_counter(counter)
+    name = ctx.model or ""
     return budget_from_counts(
         messages,
-        _session_counts(messages, count, ctx.memo),
+        _session_counts(messages, count, name, ctx.memo),
         0,
         window=s.context_window if s.context_window is not None else input_window(ctx.model),
         output_reservation=s.output_reservation,
+        overhead=count.overhead_tokens(name),
     )
 
 
-def _session_counts(messages: Sequence[Any], count: Counter, memo: dict[str, Any]) -> list[int]:
+def _session_counts(
+    messages: Sequence[Any], count: TokenCounter, model: str, memo: dict[str, Any]
+) -> list[int]:
     """Token counts of ``messages``, reusing those of the same objects seen by earlier calls."""
     seen = memo.get("fold:counts")
-    if seen is None or seen[0] is not count:
-        seen = memo["fold:counts"] = (count, {})
-    known: dict[int, tuple[Any, int]] = seen[1]
-    out = []
-    for msg in messages:
-        hit = known.get(id(msg))
-        if hit is None or hit[0] is not msg:
-            hit = known[id(msg)] = (msg, count_message(msg, count))
-        out.append(hit[1])
+    if seen is None or seen[0] is not count or seen[1] != model:
+        seen = memo["fold:counts"] = (count, model, {})
+    known: dict[int, tuple[Any, int]] = seen[2]
+    new = [msg for msg in messages if known.get(id(msg), (None,))[0] is not msg]
+    for msg, tokens in zip(new, count_messages(count, model, new), strict=True):
+        known[id(msg)] = (msg, tokens)
+    out = [known[id(msg)][1] for msg in messages]
     if len(known) > 2 * len(messages) + 1024:  # messages no longer sent: let them go
         live = {id(msg) for msg in messages}
         for key in [k for k in known if k not in live]:
@@ -100,7 +104,7 @@ def _session_counts(messages: Sequence[Any], count: Counter, memo: dict[str, Any
 
 
 def due_fold(
-    messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None, name: str
+    messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None, name: str
 ) -> Fold | None:
     """The fold ``name`` should make now, or None: below the trigger, or nothing to fold.
 
@@ -122,7 +126,7 @@ def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
     starts = [
         i
         for i in range(head, len(messages))
-        if _role(messages[i]) != "tool" and not tool_result_ids(messages[i])
+        if role_of(messages[i]) != "tool" and not tool_result_ids(messages[i])
     ]
     keep = settings.compact_keep_recent
     if len(starts) <= keep:
@@ -136,13 +140,9 @@ def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
 
 def _head_end(messages: Sequence[Any]) -> int:
     i = 0
-    while i < len(messages) and _role(messages[i]) in ("system", "developer"):
+    while i < len(messages) and role_of(messages[i]) in ("system", "developer"):
         i += 1
-    return i + 1 if i < len(messages) and _role(messages[i]) == "user" else i
-
-
-def _role(msg: Any) -> Any:
-    return msg.get("role") if isinstance(msg, dict) else None
+    return i + 1 if i < len(messages) and role_of(messages[i]) == "user" else i
 
 
 def folded_items(messages: Sequence[Any], fold: Fold, patterns: tuple[str, ...]) -> list[str]:
@@ -159,7 +159,7 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
     tools: Tally[str] = Tally()
     for msg in messages[fold.start : fold.end]:
         lines.update(dict.fromkeys(durable_lines(message_text(msg), patterns)))
-        tools.update(_tool_names(msg))
+        tools.update(name or "?" for name in call_names(msg))
     calls = ", ".join(f"{name} x{n}" for name, n in sorted(tools.items())) or "none"
     kept = "\n".join(lines) if lines else "(none)"
     return (
@@ -167,15 +167,6 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
         "Durable lines (decisions, open items, errors, identifiers), kept verbatim:\n"
         f"{kept}"
     )
-
-
-def _tool_names(msg: Any) -> list[str]:
-    calls = msg.get("tool_calls") if isinstance(msg, dict) else None
-    names = []
-    for tc in calls if isinstance(calls, list) else ():
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        names.append(str(fn.get("name")) if isinstance(fn, dict) else "?")
-    return names
 
 
 def splice(messages: Sequence[Any], fold: Fold, text: str) -> Messages:
@@ -204,7 +195,7 @@ def digest(messages: Sequence[Any], *extra: str) -> str:
     """A stable digest of ``messages`` (canonical JSON) and ``extra`` strings."""
     h = hashlib.sha256()
     for msg in messages:
-        h.update(json.dumps(msg, sort_keys=True, default=repr).encode("utf-8", "surrogatepass"))
+        h.update(canonical_json(msg).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     for part in extra:
         h.update(part.encode("utf-8", "surrogatepass") + b"\1")
