@@ -166,7 +166,9 @@ class Session:
         """Add ``messages`` (user input, or results of tools you ran) and run the loop.
 
         With no messages it continues the transcript as it stands (after
-        :class:`~ctxmw.errors.MaxRoundsExceeded` or an error).
+        :class:`~ctxmw.errors.MaxRoundsExceeded` or an error). The input of a turn that failed
+        before its first round was saved (:attr:`pending_input`) is sent first: once when
+        ``messages`` repeats it (a retry), else followed by ``messages``.
 
         Returns:
             The completion function's response to the last round.
