@@ -120,11 +120,16 @@ def approx_tokens(text: str, bytes_per_token: int = 4) -> int:
 def as_counter(counter: TokenCounter | None) -> TokenCounter:
     """``counter``, or :class:`LiteLLMCounter` when None.
 
+    A plain ``text -> tokens`` function (the counters of earlier versions) is wrapped as
+    ``LiteLLMCounter(text_tokens=fn)``: litellm frames the messages, the function counts text.
+
     Raises:
-        UsageError: ``counter`` is a plain function (the text -> tokens counters of before).
+        UsageError: ``counter`` is neither a TokenCounter nor a callable.
     """
     if counter is None:
         return _DEFAULT
+    if not hasattr(counter, "message_tokens") and callable(counter):
+        return LiteLLMCounter(text_tokens=counter)
     if not hasattr(counter, "message_tokens"):
         raise UsageError(
             f"counter={counter!r} is not a TokenCounter (message_tokens, tools_tokens, "
