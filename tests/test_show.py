@@ -72,3 +72,10 @@ def test_show_a_ledger_is_refused_with_a_note(
         f"ctxmw show: skipped {str(ledger)!r}: a telemetry ledger, not a transcript (read it "
         "with ctxmw stats)."
     ]
+
+
+def test_show_escapes_a_lone_surrogate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"role":"user","content":"caf\\udce9.txt"}\n')
+    assert main(["show", str(path)]) == 0
+    assert "caf\\udce9.txt" in capsys.readouterr().out

@@ -42,5 +42,7 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if note is not None:
         raise UsageError(note)
     messages = anyio.run(TranscriptFile(path).load)
-    print(format_transcript(messages, full=args.full, width=args.width))
+    text = format_transcript(messages, full=args.full, width=args.width)
+    # A lone surrogate (a non-UTF-8 file name in a tool result) is shown escaped, as \udce9.
+    print(text.encode("utf-8", "backslashreplace").decode("utf-8"))
     return 0
