@@ -24,7 +24,7 @@ from ctxmw.errors import SettingsError
 __all__ = ["DEFAULT_COMPACTION_NOTICE", "DEFAULT_STRATEGIES", "Settings", "resolve_settings"]
 
 ENV_PREFIX = "CTXMW_"
-DEFAULT_STRATEGIES = ("shorten_tools_epoch_increment", "inbox")
+DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox")
 
 DEFAULT_COMPACTION_NOTICE = (
     "[Context note from ctxmw] To fit the context window, older tool activity in this "
@@ -57,7 +57,7 @@ class Settings(BaseSettings):
     prompt_strategies: str | None = Field(
         default=None,
         description="Comma-separated strategy names used when a call passes none "
-        "(default: shorten_tools_epoch_increment,inbox).",
+        "(default: shorten_tools_economic,inbox).",
     )
     full_tool_calls: int = Field(
         0, ge=0, description="shorten_tools: newest call arguments kept full."
@@ -112,6 +112,18 @@ class Settings(BaseSettings):
         ge=0,
         description="inbox: files larger than this are skipped with a warning and left in place.",
     )
+    inbox_max_messages: int = Field(
+        100,
+        ge=1,
+        description="inbox: messages delivered per model call at most; the rest wait, in order, "
+        "for the next call.",
+    )
+    inbox_keep_delivered: int = Field(
+        100,
+        ge=0,
+        description="inbox: delivered files kept in the removed folder (the newest; older ones "
+        "are deleted as new ones arrive); 0 keeps none.",
+    )
     inbox_persist: bool = Field(
         False,
         description="inbox: append delivered messages to the transcript (default: show them "
@@ -128,6 +140,21 @@ class Settings(BaseSettings):
         description="Telemetry: provider caching rule for expected cache reads: "
         + ", ".join(CACHE_RULES)
         + " (auto picks one from the model and api_base).",
+    )
+
+    cache_ttl: float | None = Field(
+        None,
+        gt=0,
+        description="Seconds a provider keeps an unused prompt cache (default: per provider, see "
+        "ctxmw.strategies.shorten_tools_economic); an idle gap longer than this makes the next "
+        "call's cache cold.",
+    )
+    economic_break_even: float = Field(
+        2.0,
+        gt=0,
+        description="shorten_tools_economic: move the boundary once the rent paid since the last "
+        "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
+        "break-even; 2.0 risks less against sending everything).",
     )
 
     telemetry: bool = Field(

@@ -51,7 +51,8 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument(
         "--strategies",
         action="append",
-        help="a strategy list to compare (repeatable; default: none, shorten_tools, "
+        help="a strategy list to compare (repeatable; default: none, shorten_tools_economic, "
+        "shorten_tools, "
         "shorten_tools_epoch, shorten_tools_epoch_increment, clear_tool_results)",
     )
     demo.add_argument("--model", help="run against a real provider: the litellm model name")

@@ -31,6 +31,11 @@ def add_show_command(sub: SubParsers, add: Adder) -> None:
     show.add_argument(
         "--width", type=positive_int, default=100, help="characters shown of a folded part"
     )
+    show.add_argument(
+        "--revisions",
+        action="store_true",
+        help="print every revision the file holds (a caller that edited its history), oldest first",
+    )
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -41,8 +46,19 @@ def _cmd_show(args: argparse.Namespace) -> int:
         note = skip_note(path, file_kind(path, f.read(1 << 16)), "messages")
     if note is not None:
         raise UsageError(note)
-    messages = anyio.run(TranscriptFile(path).load)
-    text = format_transcript(messages, full=args.full, width=args.width)
+    file = TranscriptFile(path)
+    if not args.revisions:
+        _print(format_transcript(anyio.run(file.load), full=args.full, width=args.width))
+        return 0
+    revisions = anyio.run(file.revisions)
+    every = [*revisions.earlier, revisions.current]
+    for n, messages in enumerate(every):
+        label = "current" if n == len(every) - 1 else "earlier"
+        print(f"== revision {n} of {len(every) - 1} ({label})")
+        _print(format_transcript(messages, full=args.full, width=args.width))
+    return 0
+
+
+def _print(text: str) -> None:
     # A lone surrogate (a non-UTF-8 file name in a tool result) is shown escaped, as \udce9.
     print(text.encode("utf-8", "backslashreplace").decode("utf-8"))
-    return 0

@@ -26,6 +26,7 @@ __all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "check_strategies", 
 
 DEMO_STRATEGIES = (
     "none",
+    "shorten_tools_economic",
     "shorten_tools",
     "shorten_tools_epoch",
     "shorten_tools_epoch_increment",
