@@ -9,7 +9,8 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
     │   ├── InvalidTranscriptError the messages break the tool-call wire rules
     │   └── ContextOverflowError   a required segment does not fit the token budget
     └── CtxmwRuntimeError          something went wrong while doing valid work
-        ├── StrategyError          a strategy raised; the original is chained
+        ├── StrategyError          a strategy raised; the original is chained (and,
+        │                          for ctxmw's own errors, caught by their class too)
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
         ├── SaveFileBusy           another writer holds the save_file
         ├── SaveFileWriteError     the save_file could not be written (disk full, ...)
@@ -109,15 +110,44 @@ class CtxmwRuntimeError(CtxmwError, RuntimeError):
 class StrategyError(CtxmwRuntimeError):
     """A prompt strategy raised; the original exception is chained as ``__cause__``.
 
+    When the original is one of ctxmw's own errors (a strategy raising
+    :class:`CompactionLossError`, :class:`ContextOverflowError`, a :class:`UsageError`...),
+    :meth:`wrap` returns an instance of both classes, so ``except CompactionLossError`` and
+    ``except StrategyError`` both catch it, and the original's attributes (``missing``,
+    ``needed``, ``index``...) are on it.
+
     Attributes:
         strategy: the name of the strategy that failed.
     """
 
     def __init__(self, strategy: str, original: BaseException) -> None:
         self.strategy = strategy
-        super().__init__(
-            f"Prompt strategy {strategy!r} failed: {type(original).__name__}: {original}"
+        # Not super(): in a carrier class the next __init__ would be the original's.
+        Exception.__init__(
+            self, f"Prompt strategy {strategy!r} failed: {type(original).__name__}: {original}"
         )
+
+    @classmethod
+    def wrap(cls, strategy: str, original: BaseException) -> StrategyError:
+        """The error to raise (``from original``) when ``strategy`` raised ``original``."""
+        if not isinstance(original, CtxmwError) or isinstance(original, StrategyError):
+            return cls(strategy, original)
+        kind = _carrier(type(original))
+        error = kind.__new__(kind)
+        vars(error).update(vars(original))
+        StrategyError.__init__(error, strategy, original)
+        return error
+
+
+_carriers: dict[type[CtxmwError], type[StrategyError]] = {}
+
+
+def _carrier(kind: type[CtxmwError]) -> type[StrategyError]:
+    """``StrategyError`` and ``kind`` in one class (one per error class, made once)."""
+    if kind not in _carriers:
+        name = f"StrategyError[{kind.__name__}]"
+        _carriers[kind] = type(name, (StrategyError, kind), {"__module__": __name__})
+    return _carriers[kind]
 
 
 class MaxRoundsExceeded(CtxmwRuntimeError):

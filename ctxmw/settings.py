@@ -8,14 +8,15 @@ changed environment.
 
 from __future__ import annotations
 
+import json
 import math
 import re
 import string
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
@@ -47,7 +48,11 @@ class Settings(BaseSettings):
     """
 
     model_config = SettingsConfigDict(
-        env_prefix=ENV_PREFIX, extra="forbid", validate_default=True, frozen=True
+        env_prefix=ENV_PREFIX,
+        extra="forbid",
+        validate_default=True,
+        frozen=True,
+        env_ignore_empty=True,  # CTXMW_X= means unset, for every setting
     )
 
     prompt_strategies: str | None = Field(
@@ -212,7 +217,8 @@ class Settings(BaseSettings):
         description="compact: when a durable item would be lost, 'raise' CompactionLossError or "
         "'fallback' to the uncompacted prompt (logged).",
     )
-    durable_patterns: list[str] | None = Field(
+    # NoDecode: the env value reaches _json_list, which names the variable when it is not JSON.
+    durable_patterns: Annotated[list[str] | None, NoDecode] = Field(
         None,
         description="Regular expressions of durable items (env: a JSON list); default: DECISION/"
         "OPEN/ERROR lines, order ids, amounts, tracking numbers.",
@@ -254,7 +260,7 @@ class Settings(BaseSettings):
         ge=0,
         description="clear_tool_results: clear once the prompt exceeds this many tokens.",
     )
-    clear_tool_results_exclude_tools: list[str] = Field(
+    clear_tool_results_exclude_tools: Annotated[list[str], NoDecode] = Field(
         [],
         description="clear_tool_results: tool names whose results are never cleared "
         "(env: a JSON list).",
@@ -293,6 +299,25 @@ class Settings(BaseSettings):
             super().__init__(**values)
         except ValidationError as exc:
             raise SettingsError(_describe(exc, values)) from exc
+
+    @field_validator("prompt_strategies")
+    @classmethod
+    def _empty_is_unset(cls, value: str | None) -> str | None:
+        # An empty list must not silently disable every strategy (the abort switch included).
+        return value if value is None or value.strip(" ,") else None
+
+    @field_validator("durable_patterns", "clear_tool_results_exclude_tools", mode="before")
+    @classmethod
+    def _json_list(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        try:
+            parsed = json.loads(value)
+        except ValueError:
+            parsed = None
+        if not isinstance(parsed, list):
+            raise ValueError('expected a JSON list of strings, such as \'["read_file", "grep"]\'')
+        return parsed
 
     @field_validator("epoch_increment_compacted_growth_ratio")
     @classmethod

@@ -13,6 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 
 # ctxmw first: it keeps litellm offline (no remote cost-map fetch) before any test imports it.
 import ctxmw  # noqa: F401
@@ -20,6 +22,14 @@ from ctxmw.settings import Settings
 from ctxmw.types import Messages, StrategyContext
 
 LIVE_API_BASE = "http://127.0.0.1:8011/v1"
+
+# Every hypothesis test, ``find`` included, runs without a per-example deadline: on a loaded
+# 2-core machine an example may take seconds, and a deadline then fails a correct run. The
+# properties are about results, never about speed (speed lives in benchmarks/).
+hypothesis_settings.register_profile(
+    "ctxmw", deadline=None, max_examples=50, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("ctxmw")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

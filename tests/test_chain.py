@@ -201,3 +201,64 @@ def test_entry_point_plugins_are_loaded(monkeypatch: pytest.MonkeyPatch) -> None
     finally:
         _registry._registry.clear()
         _registry._registry.update(saved)
+
+
+@pytest.mark.parametrize(
+    "error",
+    [
+        ctxmw.CompactionLossError("compact", ["ORDER-1"]),
+        ctxmw.ContextOverflowError("system", 10, 5),
+        UsageError("bad input"),
+        ctxmw.InvalidTranscriptError("orphan", 3),
+    ],
+    ids=lambda e: type(e).__name__,
+)
+async def test_ctxmw_errors_in_a_strategy_reach_the_caller_as_themselves(
+    error: Exception,
+) -> None:
+    def refuse(messages: Messages, ctx: StrategyContext) -> Messages:
+        raise error
+
+    with pytest.raises(type(error)) as info:
+        await prepare_prompt(MSGS, refuse)
+    assert isinstance(info.value, StrategyError)  # `except StrategyError` still fires too
+    assert info.value.__cause__ is error
+    assert info.value.strategy.endswith("refuse")
+    assert str(error) in str(info.value)
+    for key, value in vars(error).items():
+        assert getattr(info.value, key) == value or key == "strategy"
+
+
+def as_litellm_messages(messages: Messages) -> list[Any]:
+    from litellm.types.utils import Message
+
+    return [Message(**m) for m in messages]
+
+
+async def test_litellm_message_objects_are_compacted_like_dicts() -> None:
+    from tests.transcripts import adjacent_calls
+
+    ctxmw._litellm.load_litellm()
+    source = adjacent_calls(80)
+    objects = as_litellm_messages(source)
+    from_objects = await prepare_prompt(objects, "shorten_tools_epoch_increment")
+    from_dicts = await prepare_prompt(source, "shorten_tools_epoch_increment")
+    ctxmw.validate(from_objects)
+    assert len(from_objects) == len(from_dicts)
+    compacted = [i for i, m in enumerate(from_dicts) if "[compacted:" in str(m)]
+    assert compacted
+    assert [i for i, m in enumerate(from_objects) if "[compacted:" in str(m)] == compacted
+    assert [m.get("tool_call_id") for m in from_objects] == [
+        m.get("tool_call_id") for m in from_dicts
+    ]
+
+
+async def test_repair_tool_pairs_keeps_valid_litellm_message_objects() -> None:
+    from tests.transcripts import adjacent_calls
+
+    ctxmw._litellm.load_litellm()
+    objects = as_litellm_messages(adjacent_calls(12))
+    assert len(objects) == 26
+    repaired = await prepare_prompt(objects, "repair_tool_pairs")
+    assert len(repaired) == 26
+    ctxmw.validate(repaired)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import anyio
@@ -12,6 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 
 from ctxmw import CompactionLossError, Settings, StrategyError, budget, prepare_prompt, validate
+from ctxmw.strategies._chain import apply_strategies
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import (
@@ -81,6 +83,8 @@ def test_a_lost_durable_item_refuses_with_a_typed_error() -> None:
     with pytest.raises(StrategyError) as wrapped:
         anyio.run(lambda: prepare_prompt(msgs, [compact], settings=ctx.settings))
     assert isinstance(wrapped.value.__cause__, CompactionLossError)
+    assert isinstance(wrapped.value, CompactionLossError)  # `except CompactionLossError` fires
+    assert wrapped.value.missing == ["carrier API\ntimed out"]
 
 
 def test_a_lost_durable_item_falls_back_to_the_full_prompt(
@@ -124,3 +128,82 @@ def test_valid_in_valid_out_untouched_deterministic(messages: Messages) -> None:
         validate(out)
         assert compact(prefix, StrategyContext(settings=SMALL)) == out
     assert messages == before
+
+
+class CountingCounter:
+    """A TokenCounter (a quarter of the JSON characters a message) counting what it counts."""
+
+    def __init__(self) -> None:
+        self.messages = 0
+
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        self.messages += 1
+        return 3 + len(json.dumps(message)) // 4
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        return 0
+
+    def overhead_tokens(self, model: str) -> int:
+        return 3
+
+
+@pytest.mark.parametrize("n", [16_500, 70_000])
+def test_a_long_session_counts_only_its_new_messages(n: int) -> None:
+    """Past any cache bound (16,384 entries once, 16 MB now), only new messages are counted."""
+    counter = CountingCounter()
+    chain = [("compact", Compact(counter=counter))]
+    msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    msgs += [{"role": "user" if i % 2 else "assistant", "content": f"m{i}"} for i in range(n)]
+    memo: dict[str, Any] = {}  # the session's memo, as a Session passes it on every call
+    settings = Settings(context_window=10**9)  # measured on every call, never folded
+
+    def call() -> None:
+        ctx = StrategyContext(settings=settings, memo=memo)
+        anyio.run(apply_strategies, msgs, chain, ctx)
+
+    call()
+    assert counter.messages == len(msgs)
+    counter.messages = 0
+    msgs.append({"role": "user", "content": "one more"})
+    call()
+    assert counter.messages == 1
+
+
+def native_block_trace(pairs: int) -> Messages:
+    """Head, then Anthropic-native tool_use / tool_result message pairs."""
+    msgs: Messages = [{"role": "system", "content": "sys"}, {"role": "user", "content": "go"}]
+    for k in range(pairs):
+        use = {"type": "tool_use", "id": f"u{k}", "name": "read", "input": {"k": k}}
+        msgs.append({"role": "assistant", "content": [{"type": "text", "text": "r"}, use]})
+        result = {"type": "tool_result", "tool_use_id": f"u{k}", "content": "x" * 300}
+        msgs.append({"role": "user", "content": [result]})
+    return msgs
+
+
+def _blocks(message: Any, kind: str, key: str) -> list[Any]:
+    content = message.get("content")
+    blocks = content if isinstance(content, list) else []
+    return [b.get(key) for b in blocks if isinstance(b, dict) and b.get("type") == kind]
+
+
+def split_native_pairs(messages: Messages) -> list[int]:
+    """Indices of user messages whose tool_result blocks do not answer the message before."""
+    return [
+        i
+        for i, msg in enumerate(messages)
+        if any(
+            use_id not in (_blocks(messages[i - 1], "tool_use", "id") if i else [])
+            for use_id in _blocks(msg, "tool_result", "tool_use_id")
+        )
+    ]
+
+
+@pytest.mark.parametrize("keep", [2, 3, 4])
+@pytest.mark.parametrize("step", [1, 2, 3])
+def test_a_native_tool_use_is_never_folded_apart_from_its_result(keep: int, step: int) -> None:
+    msgs = native_block_trace(20)
+    ctx = ctx_for(msgs, compact_keep_recent=keep, summary_step=step)
+    out = compact(msgs, ctx)
+    assert ctx.stats["compact"]["folded"] > 0
+    assert split_native_pairs(out) == []
+    validate(out)

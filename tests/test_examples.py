@@ -27,6 +27,12 @@ PROMISES = {
         "Error: tool 'stock' raised KeyError",
         "<- reorder [call_",
     ],
+    "retry_after_provider_error.py": [
+        "saved so far: 0 messages",
+        "waiting to be sent: 'What is the capital of France?'",
+        "answer: Paris.",
+        "saved now: ['user', 'assistant']",
+    ],
     "frameworks_openai_agents.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],

@@ -41,10 +41,21 @@ def _killed_run(save_file: Path, seed: int) -> int:
     with _spawn(save_file) as proc:
         assert proc.stdout is not None
         assert proc.stdout.readline().strip() == "started"
-        time.sleep(random.Random(seed).uniform(0.0, 0.6))
+        # Kill at a random point of the loop, measured from its first saved round: on a loaded
+        # machine the start alone may outlast a delay counted from "started".
+        _wait_for(save_file, proc)
+        time.sleep(random.Random(seed).uniform(0.0, 0.4))
         proc.send_signal(signal.SIGKILL)
         proc.communicate(timeout=30)
     return proc.returncode
+
+
+def _wait_for(save_file: Path, proc: subprocess.Popen[str]) -> None:
+    """Until the agent has saved its first round (or ended): polled, for 60 s at most."""
+    for _ in range(6000):
+        if save_file.exists() or proc.poll() is not None:
+            return
+        time.sleep(0.01)
 
 
 def _round_boundaries(full: list[dict[str, object]]) -> set[int]:

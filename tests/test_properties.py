@@ -78,7 +78,7 @@ def test_each_strategy_valid_in_valid_out_and_input_untouched(
 
 
 @pytest.mark.parametrize("overrides", CONFIGS, ids=["small", "default"])
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(chain=CHAINS, messages=transcripts())
 def test_compositions_valid_in_valid_out_and_input_untouched(
     chain: list[str], overrides: dict[str, Any], messages: Messages
@@ -117,6 +117,12 @@ def _epochs_crossed(messages: Messages) -> int:
         anyio.run(apply_strategies, messages[:point], resolve_strategies(EPOCH[1], s), ctx)
         keys.add(_epoch_key(ctx, EPOCH[1]))
     return len(keys)
+
+
+def test_no_hypothesis_test_has_a_deadline() -> None:
+    """A loaded machine must not fail a correct run: the suite's profile has no deadline."""
+    assert settings.default.deadline is None
+    assert settings().deadline is None
 
 
 def test_generated_transcripts_do_cross_epochs() -> None:

@@ -13,7 +13,7 @@ from typing import Any
 import anyio
 import pytest
 
-from ctxmw import Settings
+from ctxmw import Settings, list_strategies, validate
 from ctxmw.cli import main
 from ctxmw.errors import UsageError
 from ctxmw.replay import DEFAULT_MODEL, ReplayResult, call_points, load_transcript, replay
@@ -22,6 +22,9 @@ from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages, StrategyContext
+from tests._runs import session_folder
+from tests.transcripts import call as _call
+from tests.transcripts import group as _group
 
 LISTS = ["shorten_tools", "shorten_tools_epoch", "shorten_tools_epoch_increment"]
 KEYS = {
@@ -37,6 +40,8 @@ KEYS = {
     "cost_ratio_to_optimal",
 }
 MODELS = {"auto", "breakpoints", "end_breakpoint"}
+DEFAULT_LISTS_ALL = [info.name for info in list_strategies()]
+LEDGER_NOTE = "a telemetry ledger, not a transcript (read it with ctxmw stats)."
 # Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
 SMALL = {
     "epoch_tool_call_threshold": 10,
@@ -253,3 +258,77 @@ def test_plot_writes_a_png(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -
 async def test_a_transcript_without_call_points_is_a_usage_error() -> None:
     with pytest.raises(UsageError, match="no call point"):
         await replay([[{"role": "user", "content": "hi"}]], counter=ApproxCounter())
+
+
+def test_a_glob_matching_a_ledger_skips_it_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = session_folder(tmp_path)
+    assert [f.name for f in files] == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert main(["replay", *map(str, files), "--fast", "--json"]) == 0
+    captured = capsys.readouterr()
+    assert list(json.loads(captured.out)["transcripts"]) == [str(files[0])]
+    notes = captured.err.strip().splitlines()
+    assert notes == [f"ctxmw replay: skipped {str(files[1])!r}: {LEDGER_NOTE}"]
+
+
+@pytest.mark.anyio
+async def test_load_transcript_skips_a_ledger(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    ledger = (await anyio.to_thread.run_sync(session_folder, tmp_path))[1]
+    assert await load_transcript(ledger) == {}
+    assert "a telemetry ledger" in caplog.text
+
+
+def reused_ids_transcript(turns: int = 4) -> Messages:
+    """Each turn calls ``call_0`` and ``call_1`` again, as many real transcripts do."""
+    msgs: Messages = [{"role": "system", "content": "sys"}]
+    for t in range(turns):
+        msgs.append({"role": "user", "content": f"task {t}"})
+        calls = [_call(f"call_{j}", "read", path=f"f{t}{j}") for j in range(2)]
+        msgs += _group(calls, [f"output {t}.{j} " * 20 for j in range(2)])
+        msgs.append({"role": "assistant", "content": f"done {t}"})
+    return msgs
+
+
+@pytest.mark.anyio
+async def test_reused_ids_are_replayed_as_pairs_and_said(caplog: pytest.LogCaptureFixture) -> None:
+    messages = reused_ids_transcript()
+    result = await replay({"reused": messages}, ["none"], counter=ApproxCounter())
+    kept = result.strategies["none"].retention
+    assert (kept.results, kept.full, kept.compacted, kept.dropped) == (8, 8, 0, 0)
+    assert "'reused' reuses tool_call ids across turns; 6 call(s)" in caplog.text
+
+
+@pytest.mark.parametrize("name", [n for n in DEFAULT_LISTS_ALL if n != "none"])
+def test_every_strategy_keeps_reused_ids_paired(name: str) -> None:
+    messages = reused_ids_transcript(30)
+    validate(messages)
+    settings = Settings(**SMALL, max_tool_chars=0, context_window=10**9)
+    prompt = anyio.run(
+        lambda: apply_strategies(
+            messages, resolve_strategies(name, settings), StrategyContext(settings=settings)
+        )
+    )
+    validate(prompt)
+    if name == "repair_tool_pairs":
+        assert prompt == messages  # nothing to repair: reused ids pair within their groups
+
+
+@pytest.mark.parametrize("fast", [["--fast"], []], ids=["approx", "litellm"])
+def test_a_lone_surrogate_escape_replays(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fast: list[str]
+) -> None:
+    path = tmp_path / "odd.jsonl"
+    lines = [
+        r'{"role":"user","content":"list /tmp"}',
+        r'{"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function",'
+        r'"function":{"name":"ls","arguments":"{}"}}]}',
+        r'{"role":"tool","tool_call_id":"c1","content":"caf\udce9.txt \ud800"}',
+        r'{"role":"assistant","content":"one file"}',
+    ]
+    path.write_text("\n".join(lines) + "\n")
+    assert main(["replay", str(path), "--json", *fast]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["calls"] == 2

@@ -301,3 +301,33 @@ async def test_save_file_is_owner_only(tmp_path: Path) -> None:
 async def test_invalid_max_rounds_is_a_usage_error() -> None:
     with pytest.raises(ctxmw.UsageError, match="max_rounds=0"):
         Session(MODEL, max_rounds=0, prompt_strategies="none")
+
+
+async def test_run_after_a_round_0_error_sends_the_staged_input(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(RuntimeError("provider down"), text("hello"))
+    session = Session(MODEL, save_file=save_file, completion=fake, prompt_strategies="none")
+    with pytest.raises(RuntimeError, match="provider down"):
+        await session.ask("hi")
+    assert session.pending_input == [{"role": "user", "content": "hi"}]
+    await session.run()
+    assert fake.calls[1]["messages"] == [{"role": "user", "content": "hi"}]
+    assert [m["role"] for m in read_jsonl(save_file)] == ["user", "assistant"]
+    assert session.pending_input == []
+
+
+async def test_new_input_after_a_round_0_error_follows_the_unsent_input() -> None:
+    fake = FakeCompletion(RuntimeError("provider down"), text("hello"))
+    session = Session(MODEL, completion=fake, prompt_strategies="none")
+    with pytest.raises(RuntimeError, match="provider down"):
+        await session.ask("hi")
+    await session.ask("are you there?")
+    assert [m["content"] for m in fake.calls[1]["messages"]] == ["hi", "are you there?"]
+
+
+async def test_a_session_without_python_tools_returns_tool_calls_after_one_call() -> None:
+    response = tool_calls(("lookup", {}))
+    fake = FakeCompletion(response, text("never sent"))
+    session = Session(MODEL, completion=fake, prompt_strategies="none")
+    assert await session.ask("look it up") is response
+    assert len(fake.calls) == 1

@@ -100,3 +100,42 @@ def test_overrides_return_a_new_validated_object() -> None:
     assert base.with_overrides({"epoch_size": 5}).epoch_size == 5
     with pytest.raises(SettingsError):
         base.with_overrides({"epoch_size": "many"})
+
+
+@pytest.mark.parametrize(
+    "key", ["PROMPT_STRATEGIES", "MAX_TOOL_OUTPUTS", "EPOCH_SIZE", "TELEMETRY"]
+)
+def test_an_empty_variable_means_unset(monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    monkeypatch.setenv(f"CTXMW_{key}", "")
+    assert getattr(Settings(), key.lower()) == Settings.model_fields[key.lower()].default
+
+
+def test_an_empty_strategy_list_keeps_the_default_strategies(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxmw.strategies._chain import resolve_strategies
+
+    monkeypatch.setenv("CTXMW_PROMPT_STRATEGIES", "")
+    names = [name for name, _ in resolve_strategies(None, Settings())]
+    assert names == ["shorten_tools_epoch_increment", "inbox"]
+
+
+@pytest.mark.parametrize(
+    "key", ["CTXMW_CLEAR_TOOL_RESULTS_EXCLUDE_TOOLS", "CTXMW_DURABLE_PATTERNS"]
+)
+def test_a_non_json_list_variable_is_a_settings_error_naming_it(
+    monkeypatch: pytest.MonkeyPatch, key: str
+) -> None:
+    monkeypatch.setenv(key, "read_file, grep")
+    with pytest.raises(SettingsError, match=key) as info:
+        Settings()
+    assert "'read_file, grep'" in str(info.value)
+    assert "JSON list" in str(info.value)
+
+
+def test_a_json_list_variable_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CTXMW_CLEAR_TOOL_RESULTS_EXCLUDE_TOOLS", '["read_file"]')
+    assert Settings().clear_tool_results_exclude_tools == ["read_file"]
+    assert Settings(clear_tool_results_exclude_tools=["grep"]).clear_tool_results_exclude_tools == [
+        "grep"
+    ]

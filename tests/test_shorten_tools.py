@@ -7,7 +7,7 @@ from collections.abc import Callable
 from ctxmw import validate
 from ctxmw.strategies.shorten_tools import shorten_tools
 from ctxmw.types import Messages
-from tests.transcripts import adjacent_calls, classify, span
+from tests.transcripts import LONG_ARG, LONG_OUT, adjacent_calls, call, classify, group, span
 
 Run = Callable[..., Messages]
 
@@ -44,13 +44,55 @@ def test_everything_fits_the_default_budget(run: Run) -> None:
     assert run(shorten_tools, source) == source
 
 
-def test_results_beyond_their_maximum_are_compacted_while_calls_remain(run: Run) -> None:
+def test_a_call_beyond_max_tool_outputs_is_dropped_with_its_result(run: Run) -> None:
     source = adjacent_calls(50)
     prompt = run(shorten_tools, source, max_tool_chars=0, max_tool_outputs=20)
     validate(prompt)
-    regions = classify(source, prompt)
-    assert regions["dropped"] == span(1, 10)
-    assert regions["compacted"] == span(11, 40)
+    assert classify(source, prompt) == {
+        "dropped": span(1, 30),
+        "compacted": span(31, 40),
+        "full": span(41, 50),
+    }
+
+
+def test_a_call_beyond_max_tool_calls_is_dropped_with_its_result(run: Run) -> None:
+    source = adjacent_calls(50)
+    prompt = run(shorten_tools, source, max_tool_chars=0, max_tool_calls=25, max_tool_outputs=45)
+    validate(prompt)
+    assert classify(source, prompt)["dropped"] == span(1, 25)
+
+
+def test_the_message_that_crosses_max_tool_chars_is_kept_full(run: Run) -> None:
+    source = adjacent_calls(50)
+    per_call = len(source[-1]["content"]) + len(
+        source[-2]["tool_calls"][0]["function"]["arguments"]
+    )
+    # 14 calls fit; the 15th result starts below the limit and crosses it: kept, like the seed.
+    prompt = run(shorten_tools, source, max_tool_chars=per_call * 14 + 1, full_tool_outputs=0)
+    assert classify(source, prompt)["full"] == span(36, 50)
+    assert _args_compacted(source, prompt) == span(11, 36)
+
+
+def test_protected_calls_spend_the_character_budget(run: Run) -> None:
+    source = [*adjacent_calls(20), {"role": "user", "content": "Now the next task."}]
+    for f in range(21, 26):
+        tc = call(f"call_{f}", "read", path=f"file_{f}", pad=LONG_ARG)
+        source += group([tc], [f"{LONG_OUT} result {f}"])
+    turn = source[-10:]
+    size = sum(len(m.get("content") or m["tool_calls"][0]["function"]["arguments"]) for m in turn)
+    prompt = run(
+        shorten_tools,
+        source,
+        max_tool_chars=size,
+        full_tool_outputs=0,
+        shorten_tools_protect_current_turn=True,
+    )
+    # The current turn is kept full and has used the whole budget: nothing older is full.
+    assert classify(source, prompt) == {
+        "dropped": [],
+        "compacted": span(1, 20),
+        "full": span(21, 25),
+    }
 
 
 def test_protect_current_turn_keeps_the_whole_turn_full(run: Run) -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxmw.cli import main
+from tests._runs import session_folder
 
 MESSAGES = [
     {"role": "user", "content": "Read the log."},
@@ -56,8 +57,28 @@ def test_show_full_unfolds(save_file: Path, capsys: pytest.CaptureFixture[str]) 
 
 
 def test_show_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["show", str(tmp_path / "nope.jsonl")]) == 1
+    assert main(["show", str(tmp_path / "nope.jsonl")]) == 2  # a usage error, like stats
     assert "no transcript" in capsys.readouterr().err
+
+
+def test_show_a_ledger_is_refused_with_a_note(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    ledger = session_folder(tmp_path)[1]
+    assert main(["show", str(ledger)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err.strip().splitlines() == [
+        f"ctxmw show: skipped {str(ledger)!r}: a telemetry ledger, not a transcript (read it "
+        "with ctxmw stats)."
+    ]
+
+
+def test_show_escapes_a_lone_surrogate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = tmp_path / "odd.jsonl"
+    path.write_text('{"role":"user","content":"caf\\udce9.txt"}\n')
+    assert main(["show", str(path)]) == 0
+    assert "caf\\udce9.txt" in capsys.readouterr().out
 
 
 def test_show_revisions_prints_every_revision_oldest_first(

@@ -10,6 +10,7 @@ import pytest
 
 from ctxmw.cli import main
 from ctxmw.telemetry.stats import format_table, load_ledgers, summarise
+from tests._runs import session_folder
 
 
 def rec(
@@ -86,3 +87,16 @@ def test_plot_without_matplotlib_says_how_to_install(
     path = write(tmp_path / "x.ledger.jsonl", LEDGER)
     assert main(["stats", str(path), "--plot", str(tmp_path / "o.png")]) == 2
     assert "pip install 'ctxmw[plot]'" in capsys.readouterr().err
+
+
+def test_cli_skips_a_transcript_matched_by_the_glob(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript, ledger = session_folder(tmp_path)
+    assert main(["stats", str(transcript), str(ledger)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.strip().splitlines() == [
+        f"ctxmw stats: skipped {str(transcript)!r}: it holds messages (a transcript), not a "
+        "ledger's call records."
+    ]
+    assert "openai/gpt-4o-mini  2" in captured.out

@@ -256,3 +256,12 @@ async def test_a_stateless_caller_need_not_replay_the_loop_rounds(tmp_path: Path
         "assistant",
         "user",
     ]
+
+
+async def test_tool_calls_without_python_tools_are_returned_after_exactly_one_call() -> None:
+    response = tool_calls(("lookup", {"q": "x"}))
+    fake = FakeCompletion(response, text("never sent"))
+    result = await ctxmw.acompletion(MODEL, HISTORY, completion=fake, prompt_strategies="none")
+    assert result is response
+    assert len(fake.calls) == 1
+    assert fake.remaining == 1

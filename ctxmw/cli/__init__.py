@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from typing import cast
 
 from ctxmw import __version__, list_strategies
+from ctxmw.cli._args import Parser, positive_int, run_command
 from ctxmw.cli.inbox import add_inbox_commands
 from ctxmw.cli.replay import add_replay_command
 from ctxmw.cli.show import add_show_command
@@ -17,26 +19,35 @@ Handler = Callable[[argparse.Namespace], int]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the ``ctxmw`` command; returns the process exit code."""
+    """Run the ``ctxmw`` command; returns the process exit code.
+
+    Exit codes: 0 success, 2 a usage error (arguments, settings, input files), 1 any other
+    failure; each failure is one line on stderr.
+    """
     parser = _parser()
     args = parser.parse_args(argv)
     handler: Handler | None = getattr(args, "handler", None)
     if handler is None:
         parser.print_help()
         return 2
-    return handler(args)
+    return run_command(args.command, handler, args)
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
-        prog="ctxmw", description="Prompt strategies between async agents and LiteLLM."
-    )
+    parser = Parser(prog="ctxmw", description="Prompt strategies between async agents and LiteLLM.")
     parser.add_argument("--version", action="version", version=f"ctxmw {__version__}")
-    sub = parser.add_subparsers(title="commands", metavar="COMMAND")
+    # Parser's subcommands are Parsers too (argparse uses the parent's class); the adders
+    # only need ArgumentParser.
+    sub = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(title="commands", metavar="COMMAND"),
+    )
     _add(sub, "strategies", "list every registered prompt strategy", _cmd_strategies)
     demo = _add(sub, "demo", "run the offline demo (no API key, no network)", _cmd_demo)
     demo.add_argument("--out", default="ctxmw-demo", help="output folder (default: ctxmw-demo)")
-    demo.add_argument("--calls", type=int, default=240, help="tool calls in the scripted plan")
+    demo.add_argument(
+        "--calls", type=positive_int, default=240, help="tool calls in the scripted plan"
+    )
     demo.add_argument(
         "--strategies",
         action="append",
@@ -61,7 +72,7 @@ def _add(
     handler: Handler,
 ) -> argparse.ArgumentParser:
     cmd = sub.add_parser(name, help=help_text, description=help_text)
-    cmd.set_defaults(handler=handler)
+    cmd.set_defaults(handler=handler, command=name)
     return cmd
 
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, TypeAlias
 
 import anyio
 
+from ctxmw.cli._args import check_folder_of, positive_int
 from ctxmw.errors import UsageError
 from ctxmw.replay import (
     DEFAULT_MODEL,
@@ -51,13 +52,18 @@ def add_replay_command(sub: SubParsers, add: Adder) -> None:
         f"(default: {'; '.join(DEFAULT_STRATEGY_LISTS)}); 'none' is always added",
     )
     cmd.add_argument(
-        "--synthetic", type=int, metavar="N", help="also replay a synthetic agent run of N calls"
+        "--synthetic",
+        type=positive_int,
+        metavar="N",
+        help="also replay a synthetic agent run of N calls",
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed of --synthetic (default 0)")
     cmd.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"litellm model priced (default {DEFAULT_MODEL})"
     )
-    cmd.add_argument("--window", type=int, help="context window (default: the model's input)")
+    cmd.add_argument(
+        "--window", type=positive_int, help="context window (default: the model's input)"
+    )
     cmd.add_argument("--json", action="store_true", help="print the result as one JSON object")
     cmd.add_argument("--plot", metavar="FILE.png", help="also draw tokens and cost per call")
     cmd.add_argument(
@@ -74,26 +80,27 @@ def split_strategy_lists(values: Sequence[str] | None) -> list[str]:
 
 def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.transcripts and args.synthetic is None:
-        print("ctxmw replay: give TRANSCRIPT files or --synthetic N.", file=sys.stderr)
-        return 2
-    try:
-        result = anyio.run(_run, args)
-        print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
-        if args.plot:
-            print(f"plot: {plot_replay(result, args.plot)}", file=sys.stderr if args.json else None)
-    except UsageError as exc:
-        print(f"ctxmw replay: {exc}", file=sys.stderr)
-        return 2
+        raise UsageError("give TRANSCRIPT files or --synthetic N.")
+    if args.plot:
+        check_folder_of(args.plot, "--plot")
+    result = anyio.run(_run, args)
+    print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
+    if args.plot:
+        print(f"plot: {plot_replay(result, args.plot)}", file=sys.stderr if args.json else None)
     return 0
+
+
+def _note(text: str) -> None:
+    print(f"ctxmw replay: {text}", file=sys.stderr)
 
 
 async def _run(args: argparse.Namespace) -> ReplayResult:
     transcripts: dict[str, Messages] = {}
     for path in args.transcripts:
-        transcripts.update(await load_transcript(path))
+        transcripts.update(await load_transcript(path, on_skip=_note))
+    if not transcripts and args.synthetic is None:
+        raise UsageError("No transcript to replay: every file given was skipped.")
     if args.synthetic is not None:
-        if args.synthetic < 1:
-            raise UsageError(f"--synthetic {args.synthetic!r} must be at least 1 call.")
         name = synthetic_name(args.synthetic, args.seed)
         transcripts[name] = synthetic_transcript(args.synthetic, seed=args.seed)
     return await replay(

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxmw.cli._args import check_folder_of
 from ctxmw.errors import UsageError
 
 __all__ = ["add_stats_command"]
@@ -45,9 +46,12 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
 
     try:
+        for target, flag in ((args.plot, "--plot"), (args.html, "--html")):
+            if target:
+                check_folder_of(target, flag)
         if args.follow:
             return _follow(args)
-        records = load_ledgers(args.ledgers)
+        records = load_ledgers(args.ledgers, on_skip=_note)
         print(format_table(summarise(records)))
         if args.plot:
             print(f"plot: {plot_ledger(records, args.plot)}")
@@ -61,6 +65,10 @@ def _cmd_stats(args: argparse.Namespace) -> int:
         print(f"ctxmw stats: {exc}", file=sys.stderr)
         return 2
     return 0
+
+
+def _note(text: str) -> None:
+    print(f"ctxmw stats: {text}", file=sys.stderr)
 
 
 def _rules() -> Any:

@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 import anyio
 
 from ctxmw.demo._provider import SIMULATED
 from ctxmw.demo._report import ProgressBar, format_rows
-from ctxmw.demo._run import DEMO_STRATEGIES, SIMULATED_MODEL, DemoRow, run_demo
+from ctxmw.demo._run import DEMO_STRATEGIES, SIMULATED_MODEL, DemoRow, check_strategies, run_demo
 from ctxmw.errors import UsageError
 from ctxmw.telemetry.stats import load_ledgers, plot_ledger
 
@@ -19,10 +18,13 @@ __all__ = ["run_demo_command"]
 
 def run_demo_command(args: argparse.Namespace) -> int:
     """Run the demo as the CLI asked; returns the exit code."""
-    if args.calls < 1:
-        print(f"ctxmw demo: --calls {args.calls} must be at least 1.", file=sys.stderr)
-        return 2
     out = Path(args.out)
+    if out.exists() and not out.is_dir():
+        raise UsageError(
+            f"--out {str(out)!r} is a file; the demo writes a folder of transcripts and "
+            "ledgers: give a folder (new or existing)."
+        )
+    check_strategies(args.strategies or DEMO_STRATEGIES)
     simulated = args.model is None and args.api_base is None
     print(_header(simulated, args))
     rows = anyio.run(_run, args, out)

@@ -18,12 +18,11 @@ from ctxmw.replay.figures import Retention, retention
 from ctxmw.runtime.session import Session
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
-from ctxmw.strategies._registry import list_strategies
 from ctxmw.telemetry import CallRecord
 from ctxmw.telemetry.counters import LiteLLMCounter
 from ctxmw.types import Messages, StrategyContext
 
-__all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "run_demo"]
+__all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "check_strategies", "run_demo"]
 
 DEMO_STRATEGIES = (
     "none",
@@ -78,14 +77,18 @@ async def run_demo(
     Args:
         out_dir: where ``<strategies>.jsonl`` transcripts and their ledgers go (replaced).
         calls: about how many tool calls the scripted plan makes.
-        strategies: strategy lists to compare; names not registered are skipped.
+        strategies: strategy lists to compare.
         model, api_base, api_key: a real provider instead of the simulated one (with a real
             model the model decides what to call; the tools and the task are the same).
         progress: called with (calls done, calls expected) after every model call.
+
+    Raises:
+        UnknownStrategyError: a list names a strategy that is not registered.
+        SettingsError: a ``CTXMW_*`` variable is invalid.
     """
+    specs = check_strategies(strategies)
     root = Path(ctxmw.__file__).parent
     plan = await anyio.to_thread.run_sync(make_plan, root, calls)
-    specs = [s for s in strategies if _known(s)]
     await anyio.Path(out_dir).mkdir(parents=True, exist_ok=True)
     counter = _Counter(len(specs) * (len(plan) + 1), progress)
     async with anyio.create_task_group() as tg:
@@ -192,9 +195,17 @@ def _cost(records: Sequence[CallRecord]) -> float | None:
     return None if any(c is None for c in costs) else sum(c for c in costs if c is not None)
 
 
-def _known(spec: str) -> bool:
-    names = {info.name for info in list_strategies()} | {"none"}
-    return all(part.strip() in names for part in spec.split(",") if part.strip())
+def check_strategies(strategies: Sequence[str]) -> list[str]:
+    """The strategy lists, each checked before any session starts (settings included).
+
+    Raises:
+        UnknownStrategyError: a list names a strategy that is not registered.
+        SettingsError: a ``CTXMW_*`` variable is invalid.
+    """
+    settings = Settings()
+    for spec in strategies:
+        resolve_strategies(spec, settings)
+    return list(strategies)
 
 
 def _clear(save_file: Path) -> None:

@@ -32,10 +32,14 @@ _DIGEST_SIZE = 16
 
 
 def canonical_bytes(message: Mapping[str, Any]) -> bytes:
-    """The canonical serialisation of one message (or any JSON-like mapping)."""
+    """The canonical serialisation of one message (or any JSON-like mapping).
+
+    A lone surrogate (JSON's ``"\\ud800"``, a non-UTF-8 file name in a tool result) is kept as
+    its own bytes (``surrogatepass``): such a message is digested, never an error.
+    """
     return json.dumps(
         _unmarked(message), separators=(",", ":"), ensure_ascii=False, default=_fallback
-    ).encode()
+    ).encode("utf-8", "surrogatepass")
 
 
 def canonical_json(value: Any) -> str:

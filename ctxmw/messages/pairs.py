@@ -1,7 +1,9 @@
 """Tool-call bookkeeping over a transcript: which call each result answers, in which group.
 
-One linear pass, no copies. Calls pair with results by id; material that does not pair (a result
-with no call, a call with no result, a malformed entry) is recorded as such and left alone.
+One linear pass, no copies. Calls pair with results by id within their tool group (the
+assistant message and the tool messages right after it), the rule :func:`ctxmw.validate` checks:
+an id reused by a later group pairs there. Material that does not pair (a result with no call, a
+call with no result, a malformed entry) is recorded as such and left alone.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from ctxmw.messages._memo import memoised
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_arguments, call_name
 
-__all__ = ["Call", "ToolIndex", "call_key", "index_tools"]
+__all__ = ["Call", "ToolIndex", "call_key", "index_tools", "unique_call_ids"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,10 +103,12 @@ class _Indexer:
             if not isinstance(msg, dict):
                 continue
             role = msg.get("role")
+            if role == "tool":
+                _close_call(index, pending, i, msg.get("tool_call_id"))
+                continue
+            pending.clear()  # any other message ends the group: its open calls stay unanswered
             if role == "assistant":
                 _open_group(index, pending, i, msg.get("tool_calls"))
-            elif role == "tool":
-                _close_call(index, pending, i, msg.get("tool_call_id"))
             elif role == "user":
                 index.last_user_index = i
         return self
@@ -147,3 +151,45 @@ def _canonical(name: str, arguments: str) -> str:
     except ValueError:
         return f"{name}\0{arguments}"
     return f"{name}\0{canonical_json(parsed)}"
+
+
+def unique_call_ids(messages: Sequence[Any]) -> tuple[list[Any], int]:
+    """``messages`` with every tool_call id reused by a later group renamed, and the count.
+
+    The second group to use ``call_0`` gets ``call_0~2`` (its results too), the third
+    ``call_0~3``: tools that key results by id (replay's retention) then count each once.
+    Unchanged messages are passed on as the same objects.
+    """
+    seen: set[str] = set()
+    group: dict[str, str] = {}
+    out: list[Any] = []
+    renamed = 0
+    for msg in messages:
+        if isinstance(msg, dict) and msg.get("role") == "tool":
+            old = msg.get("tool_call_id")
+            new = group.get(old) if isinstance(old, str) else None
+            out.append(msg if new is None or new == old else {**msg, "tool_call_id": new})
+            continue
+        group = {}
+        calls = msg.get("tool_calls") if isinstance(msg, dict) else None
+        if not isinstance(calls, list) or not calls:
+            out.append(msg)
+            continue
+        new_calls = [_fresh(tc, seen, group) for tc in calls]
+        renamed += sum(1 for a, b in zip(calls, new_calls, strict=True) if a is not b)
+        same = all(a is b for a, b in zip(calls, new_calls, strict=True))
+        out.append(msg if same else {**msg, "tool_calls": new_calls})
+    return out, renamed
+
+
+def _fresh(tc: Any, seen: set[str], group: dict[str, str]) -> Any:
+    call_id = tc.get("id") if isinstance(tc, dict) else None
+    if not isinstance(call_id, str) or call_id in group:
+        return tc  # no id, or a duplicate inside one group: left for validate to report
+    fresh, n = call_id, 1
+    while fresh in seen:
+        n += 1
+        fresh = f"{call_id}~{n}"
+    seen.add(fresh)
+    group[call_id] = fresh
+    return tc if fresh == call_id else {**tc, "id": fresh}

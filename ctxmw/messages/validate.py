@@ -1,4 +1,12 @@
-"""Wire validity: the tool-call pairing rules every provider enforces, checked in one pass."""
+"""Wire validity: the tool-call pairing rules every provider enforces, checked in one pass.
+
+A tool group is an assistant message with ``tool_calls`` and the tool messages right after it;
+any other message (user, assistant, system) ends the group, and a call not answered by then is
+an error. Results pair with the calls of their own group by id, so an id may come back in a
+later group (real transcripts reuse ids such as ``call_0`` across turns); within one group ids
+must be unique. Anthropic-native ``tool_use`` / ``tool_result`` content blocks are checked too
+(:mod:`ctxmw.messages.blocks`): each tool_use is answered in the very next message.
+"""
 
 from __future__ import annotations
 
@@ -7,6 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.errors import InvalidTranscriptError
+from ctxmw.messages.blocks import block_problems
 
 __all__ = ["Pairing", "scan", "validate"]
 
@@ -20,7 +29,8 @@ class Pairing:
         answered: ``(assistant index, call id)`` of every call answered before the next turn.
         results: indices of tool messages that answer a call.
         malformed: indices of messages that are not dicts or have no role.
-        bad_tool_calls: indices of assistant messages whose ``tool_calls`` is not a list.
+        bad_tool_calls: indices of assistant messages whose ``tool_calls`` is not a list, or
+            is an empty one.
     """
 
     problems: list[tuple[int, str]] = field(default_factory=list)
@@ -35,9 +45,12 @@ def validate(messages: Sequence[Any]) -> None:
 
     Raises:
         InvalidTranscriptError: names the first problem and the index of its message: a message
-            with no role, ``tool_calls`` that is not a list, a duplicate tool_call id, a tool
-            message answering no open call, or a tool_call with no result before the next
-            assistant or user turn (or the end).
+            with no role, ``tool_calls`` that is not a list or is empty, a tool_call id used
+            twice in one message, a tool message answering no call of its group, or a
+            tool_call with no result before the next message that is not a tool result (a
+            user, assistant or system message) or the end; a ``tool_use`` content block not
+            answered by a ``tool_result`` block in the next message, or a ``tool_result`` block
+            answering none there.
     """
     problems = scan(messages).problems
     if problems:
@@ -56,13 +69,14 @@ def scan(messages: Sequence[Any]) -> Pairing:
             out.malformed.add(i)
             out.problems.append((i, "the message has no role (or is not a dict)"))
             continue
-        if role in ("assistant", "user"):
-            _close_turn(out, open_calls, role, i)
+        if role == "tool":
+            _answer(out, open_calls, seen, i, msg.get("tool_call_id"))
+            continue
+        _close_turn(out, open_calls, role, i)
         if role == "assistant":
             _open_calls(out, open_calls, seen, i, msg.get("tool_calls"))
-        elif role == "tool":
-            _answer(out, open_calls, seen, i, msg.get("tool_call_id"))
     _close_turn(out, open_calls, "end of the transcript", len(messages))
+    out.problems += block_problems(messages)
     out.problems.sort(key=lambda problem: problem[0])
     return out
 
@@ -79,16 +93,19 @@ def _open_calls(
 ) -> None:
     if tool_calls is None:
         return
-    if not isinstance(tool_calls, list):
+    if not isinstance(tool_calls, list) or not tool_calls:
         out.bad_tool_calls.add(i)
-        out.problems.append((i, f"tool_calls is a {type(tool_calls).__name__}, not a list"))
+        what = "an empty list" if isinstance(tool_calls, list) else f"a {type(tool_calls).__name__}"
+        out.problems.append(
+            (i, f"tool_calls is {what}; providers want a non-empty list, or no tool_calls key")
+        )
         return
     for tc in tool_calls:
         call_id = tc.get("id") if isinstance(tc, dict) else None
         if not isinstance(call_id, str):
             out.problems.append((i, f"a tool_call has no string id: {tc!r:.80}"))
-        elif call_id in seen:
-            out.problems.append((i, f"duplicate tool_call id {call_id!r}"))
+        elif call_id in open_calls:
+            out.problems.append((i, f"duplicate tool_call id {call_id!r} in one message"))
         else:
             seen.add(call_id)
             open_calls[call_id] = i
@@ -99,6 +116,8 @@ def _answer(out: Pairing, open_calls: dict[str, int], seen: set[str], i: int, ca
         out.answered.add((open_calls.pop(call_id), call_id))
         out.results.add(i)
     elif isinstance(call_id, str) and call_id in seen:
-        out.problems.append((i, f"tool message answers {call_id!r}, which is not open here"))
+        out.problems.append(
+            (i, f"tool message answers {call_id!r}, which is not a call of its tool group")
+        )
     else:
         out.problems.append((i, f"tool message's tool_call_id {call_id!r} has no earlier call"))

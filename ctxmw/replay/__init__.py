@@ -15,12 +15,14 @@ message is counted once for the whole replay, whatever strategy list produced it
 from __future__ import annotations
 
 import dataclasses
+import logging
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxmw.context.tokens import input_window
 from ctxmw.errors import UsageError
 from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.messages.pairs import unique_call_ids
 from ctxmw.replay.caching import (
     CACHING_MODELS,
     MARKING_MODEL,
@@ -60,6 +62,8 @@ __all__ = [
     "synthetic_name",
     "synthetic_transcript",
 ]
+
+logger = logging.getLogger("ctxmw")
 
 DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
 """Priced by litellm with input, cache-read and cache-write prices."""
@@ -225,8 +229,23 @@ def _named(
     transcripts: Mapping[str, Sequence[Message]] | Sequence[Sequence[Message]],
 ) -> dict[str, Messages]:
     if isinstance(transcripts, Mapping):
-        return {str(name): list(messages) for name, messages in transcripts.items()}
-    return {f"transcript {i}": list(messages) for i, messages in enumerate(transcripts, start=1)}
+        items = [(str(name), messages) for name, messages in transcripts.items()]
+    else:
+        items = [(f"transcript {i}", messages) for i, messages in enumerate(transcripts, start=1)]
+    return {name: _unique_ids(name, messages) for name, messages in items}
+
+
+def _unique_ids(name: str, messages: Sequence[Message]) -> Messages:
+    """Ids reused across turns, renamed: retention pairs results with what the prompt shows."""
+    out, renamed = unique_call_ids(messages)
+    if renamed:
+        logger.warning(
+            "replay: %r reuses tool_call ids across turns; %d call(s) and their results were "
+            "renamed (id~2, id~3, ...) so that each result is counted once.",
+            name,
+            renamed,
+        )
+    return out
 
 
 def _spec_name(spec: str | Sequence[str]) -> str:

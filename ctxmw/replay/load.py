@@ -12,7 +12,9 @@ Accepted files:
 from __future__ import annotations
 
 import json
+import logging
 import os
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -20,9 +22,13 @@ import anyio
 
 from ctxmw.errors import InvalidTranscriptError, UsageError
 from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.types import Messages
 
 __all__ = ["load_transcript", "synthetic_name"]
+
+logger = logging.getLogger("ctxmw")
+_HEAD = 1 << 16  # bytes enough to hold a ledger's first record
 
 
 def synthetic_name(n_calls: int, seed: int) -> str:
@@ -30,8 +36,14 @@ def synthetic_name(n_calls: int, seed: int) -> str:
     return f"synthetic:{n_calls}:seed={seed}"
 
 
-async def load_transcript(path: str | os.PathLike[str]) -> dict[str, Messages]:
+async def load_transcript(
+    path: str | os.PathLike[str], *, on_skip: Callable[[str], None] | None = None
+) -> dict[str, Messages]:
     """The transcript(s) of one file, by name (the path, or ``path:line`` for JSONL datasets).
+
+    A ledger (``*.ledger.jsonl``, which ``runs/*.jsonl`` also matches) is not an error: it is
+    skipped, with a one-line note passed to ``on_skip`` (default: a warning on the ``ctxmw``
+    logger), and nothing is returned for it.
 
     Raises:
         UsageError: the file cannot be read.
@@ -42,6 +54,10 @@ async def load_transcript(path: str | os.PathLike[str]) -> dict[str, Messages]:
         data = await anyio.Path(path).read_bytes()
     except OSError as exc:
         raise UsageError(f"Cannot read transcript {name!r}: {exc.strerror}.") from exc
+    note = skip_note(name, file_kind(name, data[:_HEAD]), "messages")
+    if note is not None:
+        (on_skip or logger.warning)(note)
+        return {}
     whole = _parse(data)
     if whole is not None and not (isinstance(whole, dict) and "role" in whole):
         return {name: _messages(whole, name)}

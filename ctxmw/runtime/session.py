@@ -10,10 +10,13 @@ Decisions the specification leaves open:
 * The save_file is locked for one turn, not for the session's life; a session reloads the file
   at the start of a turn if another writer changed it in between.
 * A turn's input (the user message) is written together with the first round, so a provider
-  error before any round completed leaves no dangling user message; retry with the same input.
-* ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
-  the model calls a tool given as a plain dict, the response is returned to the caller and the
-  assistant message is saved: answer its calls with ``run([...tool results])``.
+  error before any round completed leaves no dangling user message. The session keeps that
+  input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
+  continues with it, a retry with the same input sends it once, new input follows it.
+* ctxmw runs a response's tool calls only when the session has Python tools and none of the calls
+  names a tool given as a plain dict (a call to an unknown name then gets an error text). Without
+  Python tools a turn is exactly one model call. In every other case the response is returned to
+  the caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
 * A stateless caller (:meth:`Session.complete`, what ``acompletion`` calls) owns the
   conversation: its messages are what the strategies see, lined up against the record by
   :func:`~ctxmw.runtime.revisions.plan_history`; an edited history becomes a new revision of the
@@ -153,6 +156,7 @@ class Session:
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         self._loaded = False
         self._pending: Messages = []
+        self._unsent: Messages = []  # a failed turn's input that no round committed
         self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
@@ -175,6 +179,11 @@ class Session:
     def messages(self) -> Messages:
         """The committed transcript, full fidelity (a new list; the dicts are shared)."""
         return list(self._messages)
+
+    @property
+    def pending_input(self) -> Messages:
+        """Input of a turn that failed before its first round was saved; sent by the next run."""
+        return list(self._unsent)
 
     @property
     def pending_notes(self) -> Messages:
@@ -204,7 +213,9 @@ class Session:
         """Add ``messages`` (user input, or results of tools you ran) and run the loop.
 
         With no messages it continues the transcript as it stands (after
-        :class:`~ctxmw.errors.MaxRoundsExceeded` or an error).
+        :class:`~ctxmw.errors.MaxRoundsExceeded` or an error). The input of a turn that failed
+        before its first round was saved (:attr:`pending_input`) is sent first: once when
+        ``messages`` repeats it (a retry), else followed by ``messages``.
 
         Returns:
             The completion function's response to the last round.
@@ -215,9 +226,17 @@ class Session:
         """
         async with self._turn() as turn:
             given = [message_dict(m) for m in messages]
-            if not _retries_interrupted_turn(self._messages, given):
-                turn.stage(given)
-            return await self._loop(turn)
+            if _retries_interrupted_turn(self._messages, given):
+                given = []
+            staged = _after_unsent(self._unsent, given)
+            turn.stage(staged)
+            self._unsent = []
+            try:
+                return await self._loop(turn)
+            except BaseException:
+                if any(m is s for m in turn.unwritten for s in staged):
+                    self._unsent = staged  # no round committed it: keep it for the next run
+                raise
 
     async def complete(self, history: Sequence[Any]) -> Any:
         """A stateless call: ``history`` is the caller's whole conversation (the litellm habit).
@@ -458,6 +477,9 @@ class Session:
             await self._notes.settle()
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
+        # Without Python tools there is no loop: one call, its response returned (the promise).
+        if not self.tools.executable:
+            return False
         names = {call_name(c) for c in calls}
         return not names & self.tools.declared
 
@@ -477,6 +499,12 @@ class _Call:
     kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _after_unsent(unsent: Messages, given: Messages) -> Messages:
+    """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
+    retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
+    return given if retry or not unsent else [*unsent, *given]
 
 
 def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:

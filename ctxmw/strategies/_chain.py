@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ctxmw._litellm import message_dict
 from ctxmw.errors import Aborted, StrategyError, UsageError
 from ctxmw.messages._memo import session_memo
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
@@ -33,7 +34,8 @@ async def prepare_prompt(
     same objects.
 
     Args:
-        messages: the full-fidelity transcript (OpenAI-format dicts).
+        messages: the full-fidelity transcript (OpenAI-format dicts; litellm ``Message``
+            objects are read as the dicts they dump to).
         prompt_strategies: ``None`` (the ``CTXMW_PROMPT_STRATEGIES`` setting, else
             ``shorten_tools_economic,inbox``), ``"a,b"``, a callable, a list mixing names
             and callables, or ``"none"``.
@@ -43,7 +45,8 @@ async def prepare_prompt(
 
     Raises:
         UnknownStrategyError: a name is not registered.
-        StrategyError: a strategy raised (the original is chained).
+        StrategyError: a strategy raised (the original is chained); when it raised one of
+            ctxmw's own errors, the error is also an instance of that class.
         Aborted: the inbox held an ``abort`` file.
     """
     resolved = resolve_settings(settings)
@@ -111,8 +114,9 @@ async def apply_strategies(
             "messages must be a list of OpenAI-format message dicts, "
             f"got {type(messages).__name__}."
         )
-    # A shallow copy: a strategy that appends to its input cannot touch the caller's list.
-    current: Messages = list(messages)
+    # A new list (a strategy that appends to its input cannot touch the caller's), with litellm
+    # Message objects as dicts: strategies read dicts, and would skip anything else.
+    current: Messages = [_as_dict(m) for m in messages]
     # What strategies derive from the transcript is cached in the session's memo (this call's
     # own without a session), never for the process: it goes when the conversation does.
     with session_memo(ctx.memo):
@@ -133,11 +137,23 @@ async def _run_one(
     except Aborted:
         raise
     except Exception as exc:
-        raise StrategyError(name, exc) from exc
+        raise StrategyError.wrap(name, exc) from exc
     if not isinstance(result, list):
         problem = TypeError(f"returned {type(result).__name__}, expected a list of messages")
         raise StrategyError(name, problem)
     return result
+
+
+def _as_dict(message: Any) -> Any:
+    """Dicts as they are (the same object); litellm/pydantic Messages and mappings as dicts.
+
+    Anything else is left alone: malformed material is kept and the validator reports it.
+    """
+    if isinstance(message, dict):
+        return message
+    if isinstance(message, Mapping) or hasattr(message, "model_dump"):
+        return message_dict(message)
+    return message
 
 
 def _callable_name(strategy: Strategy) -> str:

@@ -1,11 +1,12 @@
 """What ``compact`` and ``summarize`` share: when to fold, which range, and the survival check.
 
 The transcript is read as a *head* (leading system messages and the first user message: the
-task), then *turns*: a turn is one message, or one assistant message with its tool results, so
-a fold boundary never splits a tool group. The folded range starts after the head and ends at a
-turn boundary that advances in steps of ``summary_step`` messages, keeping at least
-``compact_keep_recent`` turns unfolded: between steps, the prompt is head + the same summary +
-the growing tail, so its prefix is byte-identical from call to call.
+task), then *turns*: a turn is one message, or one assistant message with its tool results (the
+``tool`` messages, or the next user message's ``tool_result`` blocks for Anthropic-native
+``tool_use`` blocks), so a fold boundary never splits a tool group. The folded range starts
+after the head and ends at a turn boundary that advances in steps of ``summary_step``
+messages, keeping at least ``compact_keep_recent`` turns unfolded: between steps, the prompt is
+head + the same summary + the growing tail, so its prefix is byte-identical from call to call.
 """
 
 from __future__ import annotations
@@ -16,10 +17,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.budget import Budget, budget
+from ctxmw.context.budget import Budget, budget, budget_from_counts
 from ctxmw.context.survival import durable_items, durable_lines, message_text, missing_items
-from ctxmw.context.tokens import TokenCounter
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages, input_window
 from ctxmw.errors import CompactionLossError
+from ctxmw.messages.blocks import tool_result_ids
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_names, role_of
 from ctxmw.settings import Settings
@@ -55,15 +57,50 @@ class Fold:
 
 
 def measure(messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None) -> Budget:
-    """The budget of ``messages`` for this call's model and settings."""
+    """The budget of ``messages`` for this call's model and settings.
+
+    In a session (``ctx.memo``), each message object is counted once: its count is kept beside
+    it, so a growing transcript only counts its new messages however long it gets (a cache keyed
+    by content and bounded by bytes would, past its bound, miss on every message of every call).
+    """
     s = ctx.settings
-    return budget(
+    if ctx.memo is None:
+        return budget(
+            messages,
+            ctx.model,
+            output_reservation=s.output_reservation,
+            context_window=s.context_window,
+            counter=counter,
+        )
+    count = as_counter(counter)
+    name = ctx.model or ""
+    return budget_from_counts(
         messages,
-        ctx.model,
+        _session_counts(messages, count, name, ctx.memo),
+        0,
+        window=s.context_window if s.context_window is not None else input_window(ctx.model),
         output_reservation=s.output_reservation,
-        context_window=s.context_window,
-        counter=counter,
+        overhead=count.overhead_tokens(name),
     )
+
+
+def _session_counts(
+    messages: Sequence[Any], count: TokenCounter, model: str, memo: dict[str, Any]
+) -> list[int]:
+    """Token counts of ``messages``, reusing those of the same objects seen by earlier calls."""
+    seen = memo.get("fold:counts")
+    if seen is None or seen[0] is not count or seen[1] != model:
+        seen = memo["fold:counts"] = (count, model, {})
+    known: dict[int, tuple[Any, int]] = seen[2]
+    new = [msg for msg in messages if known.get(id(msg), (None,))[0] is not msg]
+    for msg, tokens in zip(new, count_messages(count, model, new), strict=True):
+        known[id(msg)] = (msg, tokens)
+    out = [known[id(msg)][1] for msg in messages]
+    if len(known) > 2 * len(messages) + 1024:  # messages no longer sent: let them go
+        live = {id(msg) for msg in messages}
+        for key in [k for k in known if k not in live]:
+            del known[key]
+    return out
 
 
 def due_fold(
@@ -84,7 +121,13 @@ def due_fold(
 def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
     """The stepped range to fold, or None when there is nothing to fold."""
     head = _head_end(messages)
-    starts = [i for i in range(head, len(messages)) if role_of(messages[i]) != "tool"]
+    # A turn starts at any message but a tool result: an OpenAI ``tool`` message, or a user
+    # message answering Anthropic-native tool_use blocks (it must stay with its tool_use).
+    starts = [
+        i
+        for i in range(head, len(messages))
+        if role_of(messages[i]) != "tool" and not tool_result_ids(messages[i])
+    ]
     keep = settings.compact_keep_recent
     if len(starts) <= keep:
         return None

@@ -41,29 +41,38 @@ def _regions(
     budget = _Budget(s.max_tool_chars)
     for p, call in enumerate(reversed(index.calls), start=1):
         f0 = n - p
-        if s.shorten_tools_protect_current_turn and call.result_index > index.last_user_index:
-            continue
         output = _size(messages[call.result_index].get("content"))
+        if s.shorten_tools_protect_current_turn and call.result_index > index.last_user_index:
+            # Kept full, and like any call kept full it spends the budget: it protects the
+            # turn, not older calls.
+            budget.spend(output + _size(call.arguments))
+            continue
         results[f0] = _tier(p, s.full_tool_outputs, s.resolved_max_tool_outputs, budget, output)
         calls[f0] = _tier(p, s.full_tool_calls, s.max_tool_calls, budget, _size(call.arguments))
+        if Region.DROPPED in (results[f0], calls[f0]):
+            # A pair is dropped whole: beyond either maximum, both sides go.
+            results[f0] = calls[f0] = Region.DROPPED
     return calls, results
 
 
 class _Budget:
-    """Characters of tool traffic kept full, newest first; once exceeded, it stays closed."""
+    """Characters of tool traffic kept full, newest first.
+
+    A message is kept while the characters retained before it are below the limit, so the one
+    that crosses the limit is kept (the seed's rule); after it, nothing more is.
+    """
 
     def __init__(self, limit: int) -> None:
-        self.left = limit
-        self.open = True
+        self.limit = limit
+        self.retained = 0
 
     def spend(self, size: int) -> None:
-        self.left = max(self.left - size, 0)
+        self.retained += size
 
     def take(self, size: int) -> bool:
-        if self.open and size <= self.left:
-            self.left -= size
+        if self.retained < self.limit:
+            self.retained += size
             return True
-        self.open = False
         return False
 
 

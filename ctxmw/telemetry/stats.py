@@ -6,15 +6,17 @@ Reading is synchronous: this serves the command line and notebooks, never the ag
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import UsageError
+from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.telemetry.plot import pyplot
 
 __all__ = [
@@ -26,6 +28,8 @@ __all__ = [
     "plot_ledger",
     "summarise",
 ]
+
+logger = logging.getLogger("ctxmw")
 
 
 @dataclass(slots=True)
@@ -86,8 +90,13 @@ class SessionStats:
             self.busts[bust_label(bust)] += 1
 
 
-def load_ledgers(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]]:
+def load_ledgers(
+    paths: Iterable[str | os.PathLike[str]], *, on_skip: Callable[[str], None] | None = None
+) -> list[dict[str, Any]]:
     """Every record of the given ledger files, in file order; a torn or blank line is skipped.
+
+    A file that holds messages (a transcript, which ``runs/*.jsonl`` also matches) is skipped
+    with a one-line note passed to ``on_skip`` (default: a warning on the ``ctxmw`` logger).
 
     Raises:
         UsageError: a file does not exist or cannot be read.
@@ -95,10 +104,14 @@ def load_ledgers(paths: Iterable[str | os.PathLike[str]]) -> list[dict[str, Any]
     records: list[dict[str, Any]] = []
     for path in map(Path, paths):
         try:
-            text = path.read_text(encoding="utf-8")
+            data = path.read_bytes()
         except OSError as exc:
             raise UsageError(f"Cannot read ledger {str(path)!r}: {exc.strerror}.") from exc
-        records.extend(_parse(text))
+        note = skip_note(path, file_kind(path, data[: 1 << 16]), "ledger")
+        if note is not None:
+            (on_skip or logger.warning)(note)
+            continue
+        records.extend(_parse(data.decode("utf-8", errors="replace")))
     return records
 
 
