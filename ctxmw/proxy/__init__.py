@@ -16,8 +16,8 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from ctxmw.proxy.config import ProxyConfig, config_from_mapping, load_config
 from ctxmw.proxy.callback import CtxmwProxyHook
+from ctxmw.proxy.config import ProxyConfig, config_from_mapping, load_config
 from ctxmw.proxy.identity import Identity, conversation_identity
 
 __all__ = [
