@@ -16,7 +16,7 @@ from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.testing import text, usage
 from ctxmw.types import Messages, StrategyContext
 
-__all__ = ["FLEET_SETTINGS", "RECORD_FIELDS", "Oracle", "history"]
+__all__ = ["FLEET_SETTINGS", "RECORD_FIELDS", "Oracle", "comparable", "history", "on_the_wire"]
 
 # Small epochs, so compaction and an epoch boundary happen within twenty rounds.
 FLEET_SETTINGS: dict[str, Any] = {
@@ -102,6 +102,11 @@ def _notes(notes: tuple[str, ...]) -> Any:
         return [*messages, *({"role": "user", "content": n} for n in notes)]
 
     return inbox
+
+
+def on_the_wire(prompts: list[Messages]) -> list[Messages]:
+    """Prompts as litellm's OpenAI client sends them: keys whose value is None left out."""
+    return [[{k: v for k, v in m.items() if v is not None} for m in p] for p in prompts]
 
 
 def comparable(record: dict[str, Any]) -> dict[str, Any]:

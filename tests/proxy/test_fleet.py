@@ -1,0 +1,162 @@
+"""Two real LiteLLM Proxy replicas with ctxmw, one Redis, one upstream that reports cache reads.
+
+The promises of issue 13: a conversation alternating between replicas sends the prompts (and
+writes the ledger) of one process; an inbox note posted once is delivered once; a replica killed
+mid-request loses nothing that was acknowledged.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+
+from tests._fleet_convo import Oracle, comparable, history, on_the_wire
+from tests.proxy._harness import Replica
+from tests.proxy.conftest import Fleet
+
+pytestmark = pytest.mark.proxy
+
+MODEL = "openai/fake-model"
+
+
+def ledger(fleet: Fleet, session: str) -> list[dict[str, Any]]:
+    """Every replica's ledger records of ``session``, in round order."""
+    records = []
+    for replica in fleet.replicas:
+        path = fleet.ledger(replica)
+        if path.exists():
+            lines = path.read_text(encoding="utf-8").splitlines()
+            records += [r for r in map(json.loads, lines) if r["session"] == session]
+    return sorted(records, key=lambda r: r["round"])
+
+
+def run(fleet: Fleet, session: str, rounds: range, pick: Any) -> list[list[dict[str, Any]]]:
+    """Send rounds of the scripted conversation; the upstream's messages for each."""
+    start = len(fleet.upstream.requests)
+    for i in rounds:
+        response = pick(i).chat(history(i), session)
+        assert response.status_code == 200, response.text
+    return [body["messages"] for body in fleet.upstream.requests[start:]]
+
+
+def oracle_run(
+    fleet: Fleet, session: str, rounds: range, notes: dict[int, str] | None = None
+) -> Any:
+    oracle = Oracle(session, MODEL, fleet.upstream.api_base)
+
+    async def go() -> list[tuple[Any, dict[str, Any]]]:
+        out = []
+        for i in rounds:
+            extra = (notes[i],) if notes and i in notes else ()
+            out.append(await oracle.call(history(i), extra))
+        return out
+
+    return anyio.run(go)
+
+
+def test_two_replicas_alternating_send_what_one_process_sends(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    rounds = range(14)
+    single = run(fleet, "single", rounds, lambda i: a)
+    alternating = run(fleet, "alternating", rounds, lambda i: (a, b)[i % 2])
+    expected = oracle_run(fleet, "alternating", rounds)
+    assert alternating == single
+    assert alternating == on_the_wire([prompt for prompt, _ in expected])
+    assert any(len(p) < len(history(i)) + 1 for i, p in enumerate(alternating))  # compacted
+    records = ledger(fleet, "alternating")
+    assert {r["replica"] for r in records} == {"replica-a", "replica-b"}
+    assert [comparable(r) for r in records] == [comparable(rec) for _, rec in expected]
+    # The upstream's own cache accounting agrees that the prefix carried over between replicas.
+    assert sum(r["cache_read_tokens"] for r in records) > 0
+
+
+def test_a_note_posted_once_is_delivered_once(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    run(fleet, "noted", range(2), lambda i: (a, b)[i % 2])
+    posted = b.note("noted", "Focus on module 1 first.")
+    assert posted.status_code == 200, posted.text
+    prompts = run(fleet, "noted", range(2, 8), lambda i: (a, b)[i % 2])
+    carrying = [p for p in prompts if {"role": "user", "content": "Focus on module 1 first."} in p]
+    assert len(carrying) == 1
+    assert prompts[0][-1]["content"] == "Focus on module 1 first."
+    listed = httpx.get(f"{a.url}/ctxmw/inbox/noted", headers=_auth()).json()
+    assert listed["pending"] == []
+
+
+def test_the_inbox_route_needs_the_admin_key(fleet: Fleet) -> None:
+    a = fleet.replicas[0]
+    for bad in ({"Authorization": "Bearer sk-not-a-key-of-this-proxy"}, {}):
+        refused = httpx.post(f"{a.url}/ctxmw/inbox/x", json={"text": "hi"}, headers=bad)
+        assert refused.status_code in (400, 401, 403), refused.text
+    listed = httpx.get(f"{a.url}/ctxmw/inbox/x", headers=_auth()).json()
+    assert listed["pending"] == []
+    empty = httpx.post(f"{a.url}/ctxmw/inbox/x", json={"text": "  "}, headers=_auth())
+    assert empty.status_code == 400
+    assert "'text' must be a non-empty string" in empty.text
+
+
+def test_abort_answers_the_next_request_with_400(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    run(fleet, "aborted", range(1), lambda i: a)
+    stop = httpx.post(
+        f"{b.url}/ctxmw/abort/aborted", json={"reason": "Budget reached."}, headers=_auth()
+    )
+    assert stop.status_code == 200
+    answer = a.chat(history(1), "aborted")
+    assert answer.status_code == 400
+    assert "aborted through its inbox: Budget reached." in answer.text
+
+
+def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
+    # The proxy logs and swallows exceptions raised in success hooks: look for them.
+    for replica in fleet.replicas:
+        log = replica.log()
+        assert "Traceback" not in log, log[-4000:]
+        assert "ctxmw proxy conversation=" in log or "ctxmw" in log
+
+
+def test_a_killed_replica_loses_nothing_acknowledged(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    run(fleet, "killed", range(3), lambda i: (a, b)[i % 2])
+    assert a.note("killed", "Note acknowledged before the crash.").status_code == 200
+    fleet.upstream.hold()
+    outcome: dict[str, Any] = {}
+
+    def doomed() -> None:
+        try:
+            outcome["response"] = a.chat(history(3), "killed")
+        except httpx.HTTPError as exc:
+            outcome["error"] = exc
+
+    thread = threading.Thread(target=doomed)
+    thread.start()
+    assert fleet.upstream.held.wait(timeout=120), "the request never reached the upstream"
+    a.kill()  # mid-request: the note was claimed, the round never acknowledged
+    thread.join(timeout=120)
+    fleet.upstream.release()
+    assert "error" in outcome, outcome
+    note = {"role": "user", "content": "Note acknowledged before the crash."}
+    assert note in fleet.upstream.requests[-1]["messages"]  # the doomed request carried it
+    # The client retries on the surviving replica: the note comes again, then never.
+    prompts = run(fleet, "killed", range(3, 6), lambda i: b)
+    assert [note in p for p in prompts] == [True, False, False]
+    expected = oracle_run(fleet, "killed", range(6), {3: note["content"]})
+    assert prompts == on_the_wire([prompt for prompt, _ in expected[3:]])
+    records = ledger(fleet, "killed")
+    assert [comparable(r) for r in records] == [comparable(rec) for _, rec in expected]
+    _restart(fleet, a)
+
+
+def _restart(fleet: Fleet, replica: Replica) -> None:
+    replica.start().wait()
+
+
+def _auth() -> dict[str, str]:
+    from tests.proxy._harness import MASTER_KEY
+
+    return {"Authorization": f"Bearer {MASTER_KEY}"}
