@@ -167,7 +167,7 @@ def write_config(
             config["router_settings"] = {"redis_host": "127.0.0.1", "redis_port": redis_port}
         if ledger is not None:
             ctxmw["ledger"] = ledger
-        config["litellm_settings"] = {"callbacks": ["ctxmw.proxy.hook"]}
+        config["litellm_settings"] = {"callbacks": ["ctxmw.proxy.hook", "prometheus"]}
         config["ctxmw"] = ctxmw
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path

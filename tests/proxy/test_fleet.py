@@ -112,6 +112,28 @@ def test_abort_answers_the_next_request_with_400(fleet: Fleet) -> None:
     assert "aborted through its inbox: Budget reached." in answer.text
 
 
+def test_prometheus_counts_expected_beside_reported_cache_reads(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    run(fleet, "metered", range(4), lambda i: (a, b)[i % 2])
+    scraped = httpx.get(f"{a.url}/metrics/", follow_redirects=True).text
+    served = []
+    for path in [fleet.ledger(a)]:
+        served = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    wanted = {
+        "ctxmw_expected_cache_read_tokens_total": "expected_cached_tokens",
+        "ctxmw_reported_cache_read_tokens_total": "cache_read_tokens",
+        "ctxmw_requests_total": None,
+    }
+    for metric, field in wanted.items():
+        lines = [ln for ln in scraped.splitlines() if ln.startswith(metric + "{")]
+        assert lines, scraped[-3000:]
+        assert all('model="openai/fake-model"' in ln and "strategies=" in ln for ln in lines)
+        total = sum(float(ln.rsplit(" ", 1)[1]) for ln in lines)
+        expected = len(served) if field is None else sum(r[field] for r in served)
+        assert total == expected, metric
+    assert sum(r["cache_read_tokens"] for r in served) > 0
+
+
 def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
     # The proxy logs and swallows exceptions raised in success hooks: look for them.
     for replica in fleet.replicas:
