@@ -43,6 +43,7 @@ def proxy_hook() -> CtxmwProxyHook:
         if app is not None:
             from ctxmw.proxy.route import install_routes
 
+            _hook.config  # noqa: B018 - a bad ctxmw section stops the proxy's start-up, not a request
             install_routes(app, _hook)
     return _hook
 

@@ -181,8 +181,16 @@ def litellm_binary() -> str:
 class Replica:
     """One ``litellm --config`` process on a loopback port."""
 
-    def __init__(self, config: Path, name: str, log: Path) -> None:
+    def __init__(
+        self,
+        config: Path,
+        name: str,
+        log: Path,
+        env: dict[str, str] | None = None,
+        cwd: Path | None = None,
+    ) -> None:
         self.config, self.name, self.log_path = config, name, log
+        self.env, self.cwd = env or {}, cwd
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self._proc: subprocess.Popen[bytes] | None = None
@@ -191,11 +199,15 @@ class Replica:
         """Start the process (see :meth:`wait`)."""
         env = {k: v for k, v in os.environ.items() if not k.startswith(("CTXMW_", "REDIS_"))}
         env |= {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "CTXMW_TEST_REPLICA": self.name}
-        env |= {"LITELLM_LOG": "INFO", "NO_DOCS": "True"}
+        env |= {"LITELLM_LOG": "INFO", "NO_DOCS": "True", **self.env}
         log = self.log_path.open("ab")
         cmd = [litellm_binary(), "--config", str(self.config), "--host", "127.0.0.1"]
         self._proc = subprocess.Popen(
-            [*cmd, "--port", str(self.port)], stdout=log, stderr=subprocess.STDOUT, env=env
+            [*cmd, "--port", str(self.port)],
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=env,
+            cwd=self.cwd,
         )
         log.close()
         return self
