@@ -121,10 +121,15 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            out = json.dumps(upstream.answer(body)).encode()
+            answer = upstream.answer(body)
+            kind = "application/json"
+            if body.get("stream"):
+                out, kind = _sse(answer), "text/event-stream"
+            else:
+                out = json.dumps(answer).encode()
             try:
                 self.send_response(200)
-                self.send_header("content-type", "application/json")
+                self.send_header("content-type", kind)
                 self.send_header("content-length", str(len(out)))
                 self.end_headers()
                 self.wfile.write(out)
@@ -135,6 +140,21 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
             pass
 
     return Handler
+
+
+def _sse(answer: dict[str, Any]) -> bytes:
+    """The answer as an OpenAI stream: one content chunk, then one carrying only the usage."""
+    head = {k: answer[k] for k in ("id", "created", "model")} | {"object": "chat.completion.chunk"}
+    delta = {"index": 0, "delta": {"role": "assistant", "content": "ok"}, "finish_reason": None}
+    last = {"index": 0, "delta": {}, "finish_reason": "stop"}
+    chunks = [
+        {**head, "choices": [delta]},
+        {**head, "choices": [last]},
+        {**head, "choices": [], "usage": answer["usage"]},
+    ]
+    return (
+        b"".join(b"data: " + json.dumps(c).encode() + b"\n\n" for c in chunks) + b"data: [DONE]\n\n"
+    )
 
 
 def write_config(

@@ -16,7 +16,6 @@ import httpx
 import pytest
 
 from tests._fleet_convo import Oracle, comparable, history, on_the_wire
-from tests.proxy._harness import Replica
 from tests.proxy.conftest import Fleet
 
 pytestmark = pytest.mark.proxy
@@ -116,9 +115,8 @@ def test_prometheus_counts_expected_beside_reported_cache_reads(fleet: Fleet) ->
     a, b = fleet.replicas
     run(fleet, "metered", range(4), lambda i: (a, b)[i % 2])
     scraped = httpx.get(f"{a.url}/metrics/", follow_redirects=True).text
-    served = []
-    for path in [fleet.ledger(a)]:
-        served = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    lines = fleet.ledger(a).read_text(encoding="utf-8").splitlines()
+    served = [json.loads(line) for line in lines]
     wanted = {
         "ctxmw_expected_cache_read_tokens_total": "expected_cached_tokens",
         "ctxmw_reported_cache_read_tokens_total": "cache_read_tokens",
@@ -134,6 +132,34 @@ def test_prometheus_counts_expected_beside_reported_cache_reads(fleet: Fleet) ->
     assert sum(r["cache_read_tokens"] for r in served) > 0
 
 
+def test_a_stream_delivers_its_note_once_and_is_recorded(fleet: Fleet) -> None:
+    a, b = fleet.replicas
+    assert b.note("streamed", "Streamed note.").status_code == 200
+    start = len(fleet.upstream.requests)
+    with httpx.stream(
+        "POST",
+        f"{a.url}/v1/chat/completions",
+        json={
+            "model": "agent",
+            "messages": history(0),
+            "litellm_session_id": "streamed",
+            "stream": True,
+        },
+        headers=_auth(),
+        timeout=120,
+    ) as response:
+        assert response.status_code == 200
+        body = "".join(response.iter_text())
+    assert "[DONE]" in body
+    run(fleet, "streamed", range(1, 3), lambda i: (b, a)[i % 2])
+    prompts = [r["messages"] for r in fleet.upstream.requests[start:]]
+    note = {"role": "user", "content": "Streamed note."}
+    assert [note in p for p in prompts] == [True, False, False]
+    records = ledger(fleet, "streamed")
+    expected = oracle_run(fleet, "streamed", range(3), {0: "Streamed note."})
+    assert [comparable(r) for r in records] == [comparable(rec) for _, rec in expected]
+
+
 def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
     # The proxy logs and swallows exceptions raised in success hooks: look for them.
     for replica in fleet.replicas:
@@ -143,6 +169,7 @@ def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
 
 
 def test_a_killed_replica_loses_nothing_acknowledged(fleet: Fleet) -> None:
+    # Last in the module: replica a stays dead.
     a, b = fleet.replicas
     run(fleet, "killed", range(3), lambda i: (a, b)[i % 2])
     assert a.note("killed", "Note acknowledged before the crash.").status_code == 200
@@ -171,11 +198,6 @@ def test_a_killed_replica_loses_nothing_acknowledged(fleet: Fleet) -> None:
     assert prompts == on_the_wire([prompt for prompt, _ in expected[3:]])
     records = ledger(fleet, "killed")
     assert [comparable(r) for r in records] == [comparable(rec) for _, rec in expected]
-    _restart(fleet, a)
-
-
-def _restart(fleet: Fleet, replica: Replica) -> None:
-    replica.start().wait()
 
 
 def _auth() -> dict[str, str]:
