@@ -17,6 +17,7 @@ A request's path through the hooks (all in the process that accepted it):
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import sys
@@ -42,6 +43,7 @@ __all__ = ["CtxmwProxyHook"]
 
 logger = logging.getLogger("ctxmw")
 _CHAT_CALLS = {"completion", "acompletion"}
+_MAX_SETTINGS = 256
 
 
 class CtxmwProxyHook(CustomLogger):
@@ -60,6 +62,7 @@ class CtxmwProxyHook(CustomLogger):
         self._base: Settings | None = None
         self._recorders: FleetRecorders | None = None
         self._ledger: LedgerSink | None = None
+        self._settings: dict[str, Settings] = {}
         self._pending = PendingRequests()
         self._metrics = Metrics()
 
@@ -157,7 +160,7 @@ class CtxmwProxyHook(CustomLogger):
             getattr(key, "metadata", None),
             metadata.get("ctxmw") if metadata else None,
         )
-        settings = self._base_settings().with_overrides(options)
+        settings = self._settings_for(options)
         return Pending(
             identity=conversation_identity(data),
             settings=settings,
@@ -166,10 +169,19 @@ class CtxmwProxyHook(CustomLogger):
             key_label=str(alias or (getattr(key, "token", None) or "")[:12]),
         )
 
-    def _base_settings(self) -> Settings:
-        if self._base is None:
-            self._base = self.config.resolve(self.config.settings)
-        return self._base
+    def _settings_for(self, options: dict[str, Any]) -> Settings:
+        # Building Settings validates every field again (about 40 ms on a loaded 2-core
+        # machine): requests with the same options share one, read once from the environment.
+        cache_key = json.dumps(options, sort_keys=True, default=repr)
+        settings = self._settings.get(cache_key)
+        if settings is None:
+            if self._base is None:
+                self._base = self.config.resolve({})
+            settings = self._base.with_overrides(options)
+            if len(self._settings) >= _MAX_SETTINGS:
+                self._settings.pop(next(iter(self._settings)))
+            self._settings[cache_key] = settings
+        return settings
 
     async def _claim(self, pending: Pending, call_id: str) -> list[Note]:
         conversation = pending.identity.conversation
