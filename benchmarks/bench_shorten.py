@@ -2,9 +2,9 @@
 
 Not a test: run ``python benchmarks/bench_shorten.py``. Both are measured in the same run, on
 the same transcript, so the ratio is meaningful on any machine. "warm" is the steady state of a
-session (the transcript's strings were seen on the previous call); "cold" clears ctxmw's caches
-before every call; "session" is a Session's call: the strategy's per-session memo has seen the
-transcript without its last tool round, so only the new messages are indexed.
+session (its memo saw the same transcript on the previous call); "cold" starts every call with an
+empty memo (a one-off ``prepare_prompt``); "session" is a Session's call: the memo has seen the
+transcript without its last tool round, so only the new messages are indexed and shortened.
 """
 
 from __future__ import annotations
@@ -13,10 +13,10 @@ import json
 import statistics
 import time
 from collections.abc import Callable
+from typing import Any
 
 from ctxmw import Settings, StrategyContext
-from ctxmw.messages.pairs import _canonical
-from ctxmw.messages.shorten import _compact_arguments, _shorten_long
+from ctxmw.messages._memo import session_memo
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies.shorten_tools_epoch_increment import shorten_tools_epoch_increment
 from ctxmw.types import Messages
@@ -41,11 +41,6 @@ def per_call(
     return statistics.median(times)
 
 
-def clear_caches() -> None:
-    for cached in (_shorten_long, _compact_arguments, _canonical):
-        cached.cache_clear()
-
-
 def main() -> None:
     settings = Settings()
     print(
@@ -57,20 +52,24 @@ def main() -> None:
         calls = sum(m["role"] == "tool" for m in msgs)
         repeat = max(5, 2_000 // n)
         before = msgs[: max(i for i, m in enumerate(msgs[:-1]) if m.get("tool_calls"))]
-        memo: dict[str, object] = {}
+        memo: dict[str, Any] = {}
+        warm_memo: dict[str, Any] = {}
 
-        def strategy(msgs: Messages = msgs, memo: dict[str, object] | None = None) -> object:
-            return shorten_tools_epoch_increment(
-                msgs, StrategyContext(settings=settings, memo=memo)
-            )
+        def strategy(msgs: Messages = msgs, memo: dict[str, Any] | None = None) -> object:
+            # As the chain runs it: the strategy's caches live in the memo given (a fresh one
+            # for a one-off call).
+            with session_memo(memo) as active:
+                return shorten_tools_epoch_increment(
+                    msgs, StrategyContext(settings=settings, memo=active)
+                )
 
-        def prime(before: Messages = before, memo: dict[str, object] = memo) -> None:
+        def prime(before: Messages = before, memo: dict[str, Any] = memo) -> None:
             strategy(before, memo)  # the session's previous call, one tool round earlier
 
-        strategy()  # warm the caches, as the previous call of a session would have
+        strategy(memo=warm_memo)  # the previous call of a session on the same transcript
         session = per_call(lambda memo=memo: strategy(memo=memo), repeat, before=prime)
-        warm = per_call(strategy, repeat)
-        cold = per_call(strategy, repeat, before=clear_caches)
+        warm = per_call(lambda memo=warm_memo: strategy(memo=memo), repeat)
+        cold = per_call(strategy, repeat)
         dumps = per_call(lambda msgs=msgs: json.dumps(msgs), repeat)
         ms = [f"{t * 1e3:>7.2f}ms" for t in (session, warm, cold, dumps)]
         ratios = f"{session / dumps:>13.2f} {warm / dumps:>10.2f} {cold / dumps:>10.2f}"

@@ -25,10 +25,10 @@ import inspect
 import itertools
 import json
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeAlias
 
-from ctxmw._litellm import load_litellm
+from ctxmw import _litellm
 
 __all__ = ["FakeCompletion", "Scripted", "text", "tool_call", "tool_calls", "usage"]
 
@@ -96,23 +96,17 @@ def usage(
     cache_write_tokens: int | None = None,
 ) -> Any:
     """A ``litellm.Usage`` with ``prompt_tokens_details.cached_tokens`` (and cache writes)."""
-    litellm = load_litellm()
-    from litellm.types.utils import PromptTokensDetailsWrapper
-
-    details = PromptTokensDetailsWrapper(
-        cached_tokens=cached_tokens, cache_write_tokens=cache_write_tokens
-    )
-    return litellm.Usage(
-        prompt_tokens=prompt_tokens,
-        completion_tokens=completion_tokens,
-        total_tokens=prompt_tokens + completion_tokens,
-        prompt_tokens_details=details,
+    return _litellm.usage_object(
+        prompt_tokens,
+        completion_tokens,
+        cached_tokens=cached_tokens,
+        cache_write_tokens=cache_write_tokens,
     )
 
 
 def text(content: str, *, usage: Any = None, model: str = "fake-model") -> Any:
     """A final answer: an assistant message with ``content`` and no tool calls."""
-    return _response(content, None, usage, model)
+    return _litellm.model_response(content, None, usage, model)
 
 
 def tool_call(
@@ -132,18 +126,7 @@ def tool_calls(
 ) -> Any:
     """An assistant message calling tools: each item a :func:`tool_call` or ``(name, args)``."""
     built = [c if isinstance(c, dict) else tool_call(c[0], c[1]) for c in calls]
-    return _response(content, built, usage, model)
-
-
-def _response(content: str | None, calls: list[dict[str, Any]] | None, use: Any, model: str) -> Any:
-    litellm = load_litellm()
-    from litellm.types.utils import Choices, Message
-
-    message = Message(content=content, tool_calls=calls)
-    finish = "tool_calls" if calls else "stop"
-    choice = Choices(index=0, finish_reason=finish, message=message)
-    extra = {"usage": use} if use is not None else {}
-    return litellm.ModelResponse(model=model, choices=[choice], **extra)
+    return _litellm.model_response(content, built, usage, model)
 
 
 async def _resolve(item: Any, call: dict[str, Any]) -> Any:
@@ -162,23 +145,5 @@ def _ensure_usage(response: Any, call: dict[str, Any]) -> None:
 
 
 async def _stream(response: Any) -> AsyncIterator[Any]:
-    for chunk in _chunks(response):
+    for chunk in _litellm.stream_chunks(response):
         yield chunk
-
-
-def _chunks(response: Any) -> Iterable[Any]:
-    from litellm.types.utils import Delta, ModelResponseStream, StreamingChoices
-
-    message = response.choices[0].message
-    calls = [
-        {"index": i, **tc.model_dump(exclude_none=True)}
-        for i, tc in enumerate(message.tool_calls or [])
-    ]
-    delta = Delta(role="assistant", content=message.content, tool_calls=calls or None)
-    yield ModelResponseStream(
-        model=response.model, choices=[StreamingChoices(index=0, delta=delta)]
-    )
-    finish = StreamingChoices(
-        index=0, delta=Delta(), finish_reason=response.choices[0].finish_reason
-    )
-    yield ModelResponseStream(model=response.model, choices=[finish], usage=response.usage)

@@ -15,7 +15,7 @@ import json
 from itertools import product
 
 from ctxmw import Segment, Settings, StrategyContext, assemble, budget
-from ctxmw.context.budget import count_message
+from ctxmw.context.tokens import LiteLLMCounter
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages
 
@@ -31,7 +31,8 @@ def tokens(text: str) -> int:
     return len(text) // 4 + 1
 
 
-compact = Compact(counter=tokens)
+COUNTER = LiteLLMCounter(text_tokens=tokens)
+compact = Compact(counter=COUNTER)
 
 
 def turn_messages(t: int, query: dict[str, object]) -> Messages:
@@ -61,7 +62,7 @@ def prompt_for(t: int, history: Messages, stable: bool) -> Messages:
         Segment("history", history, trust="user", stable=True),
         Segment("query", question, trust="user"),
     ]
-    return assemble(segments, 10**9, counter=tokens).messages
+    return assemble(segments, 10**9, counter=COUNTER).messages
 
 
 def reused(previous: Messages, current: Messages) -> float:
@@ -70,8 +71,8 @@ def reused(previous: Messages, current: Messages) -> float:
     for old, new in zip(previous, current, strict=False):
         if json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
             break
-        same += count_message(new, tokens)
-    return same / sum(count_message(m, tokens) for m in current)
+        same += COUNTER.message_tokens("", new)
+    return same / sum(COUNTER.message_tokens("", m) for m in current)
 
 
 def simulate(compaction: bool, stable: bool) -> tuple[float, float, bool]:
@@ -83,7 +84,7 @@ def simulate(compaction: bool, stable: bool) -> tuple[float, float, bool]:
         query = prompt[-1]
         if compaction:
             prompt = compact(prompt, StrategyContext(settings=SETTINGS))
-        b = budget(prompt, counter=tokens, context_window=16_000, output_reservation=2_000)
+        b = budget(prompt, counter=COUNTER, context_window=16_000, output_reservation=2_000)
         peak = max(peak, b.utilisation)
         if previous:
             reuse.append(reused(previous, prompt))

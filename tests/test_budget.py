@@ -1,4 +1,4 @@
-"""Budget accounting: layers, window from litellm, bands, the record, memoised counts."""
+"""Budget: layers, window from litellm, bands, the record, counts memoised per session."""
 
 from __future__ import annotations
 
@@ -6,7 +6,10 @@ import litellm
 import pytest
 
 from ctxmw import Budget, budget
-from ctxmw.context.budget import DEFAULT_CONTEXT_WINDOW, band_of, default_counter, input_window
+from ctxmw.context.budget import DEFAULT_CONTEXT_WINDOW, band_of, input_window
+from ctxmw.context.tokens import LiteLLMCounter
+from ctxmw.messages._memo import session_memo
+from tests._synthetic import TOOLS
 from tests.transcripts import call, group
 
 MESSAGES = [
@@ -18,19 +21,20 @@ MESSAGES = [
 ]
 
 
-def chars(text: str) -> int:
-    return len(text)
+chars = LiteLLMCounter(text_tokens=len)
 
 
 def test_layers_are_counted_apart() -> None:
-    b = budget(MESSAGES, tools=[{"type": "function"}], counter=chars, context_window=10_000)
-    assert b.system == 3 + len("system\n") + 40
-    assert b.tool_results == 3 + len("tool\n" + "r" * 400 + "\nc1")
-    assert b.current == 3 + len("user\n") + 120
+    b = budget(MESSAGES, tools=TOOLS, counter=chars, context_window=10_000)
+    # litellm's framing: 3 tokens a message, then each string value (role, content, id).
+    assert b.system == 3 + len("system") + 40
+    assert b.tool_results == 3 + len("tool") + 400 + len("c1")
+    assert b.current == 3 + len("user") + 120
     assert b.history > 80 + 40
-    assert b.tools == len('[{"type": "function"}]')
+    assert b.tools == chars.tools_tokens("", TOOLS, True) > 0
     parts = b.system + b.tools + b.history + b.tool_results + b.current
-    assert b.total == parts + 3
+    assert b.total == parts + b.overhead
+    assert b.overhead == 3
 
 
 @pytest.mark.parametrize(
@@ -64,21 +68,33 @@ def test_unknown_models_fall_back_quietly(capsys: pytest.CaptureFixture[str]) ->
 
 
 def test_the_default_counter_is_litellms() -> None:
-    text = "Tokens are counted by litellm's tokenizer."
-    expected = litellm.token_counter(model="gpt-4o", text=text)
-    assert default_counter("gpt-4o")(text) == expected
-    assert default_counter("gpt-4o") is default_counter("gpt-4o")
+    expected = litellm.token_counter(model="gpt-4o", messages=MESSAGES, tools=TOOLS)
+    assert budget(MESSAGES, "gpt-4o", TOOLS).total == expected
 
 
-def test_repeated_calls_only_count_new_messages() -> None:
-    seen: list[str] = []
+class Counting(LiteLLMCounter):
+    def __init__(self) -> None:
+        super().__init__(text_tokens=len)
+        self.seen: list[object] = []
 
-    def counting(text: str) -> int:
-        seen.append(text)
-        return len(text)
+    def message_tokens(self, model: str, message: object) -> int:  # type: ignore[override]
+        self.seen.append(message)
+        return super().message_tokens(model, message)  # type: ignore[arg-type]
 
-    budget(MESSAGES, counter=counting)
-    first = len(seen)
-    budget([*MESSAGES, {"role": "assistant", "content": "new"}], counter=counting)
+
+def test_within_a_session_repeated_calls_only_count_new_messages() -> None:
+    counting = Counting()
+    new = {"role": "assistant", "content": "new"}
+    with session_memo({}):
+        budget(MESSAGES, counter=counting)
+        first = len(counting.seen)
+        budget([*MESSAGES, new], counter=counting)
     assert first == len(MESSAGES)
-    assert seen[first:] == ["assistant\nnew"]
+    assert counting.seen[first:] == [new]
+
+
+def test_without_a_session_nothing_is_kept() -> None:
+    counting = Counting()
+    budget(MESSAGES, counter=counting)
+    budget(MESSAGES, counter=counting)
+    assert len(counting.seen) == 2 * len(MESSAGES)

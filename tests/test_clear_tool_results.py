@@ -8,8 +8,8 @@ from collections.abc import Callable
 import pytest
 from hypothesis import given, settings
 
-from ctxmw import Settings, validate
-from ctxmw.context.tokens import count_message
+from ctxmw import Settings, UsageError, validate
+from ctxmw.context.tokens import LiteLLMCounter
 from ctxmw.strategies.clear_tool_results import ClearToolResults, clear_tool_results
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group, transcripts
@@ -17,8 +17,7 @@ from tests.transcripts import adjacent_calls, call, group, transcripts
 Run = Callable[..., Messages]
 
 
-def one_token(text: str) -> int:
-    return 1
+one_token = LiteLLMCounter(text_tokens=lambda text: 1)
 
 
 def results(prompt: Messages) -> list[object]:
@@ -44,11 +43,12 @@ def test_over_the_trigger_all_but_the_newest_keep_results_are_cleared(run: Run) 
 
 def test_the_trigger_is_strict_and_counts_the_whole_prompt() -> None:
     msgs = adjacent_calls(5)
-    total = sum(count_message(m, one_token) for m in msgs)
-    at = ClearToolResults(trigger=total, counter=one_token)
-    below = ClearToolResults(trigger=total - 1, counter=one_token)
-    assert at(msgs, StrategyContext(settings=Settings())) is msgs
-    assert "[cleared]" in results(below(msgs, StrategyContext(settings=Settings())))
+    total = sum(one_token.message_tokens("", m) for m in msgs)
+    strategy = ClearToolResults(counter=one_token)
+    at = StrategyContext(settings=Settings(clear_tool_results_trigger=total))
+    below = StrategyContext(settings=Settings(clear_tool_results_trigger=total - 1))
+    assert strategy(msgs, at) is msgs
+    assert "[cleared]" in results(strategy(msgs, below))
 
 
 def test_excluded_tools_are_kept_but_count_toward_keep(run: Run) -> None:
@@ -90,10 +90,16 @@ def test_clear_tool_inputs_empties_only_the_cleared_calls_arguments(run: Run) ->
     assert msgs[1]["tool_calls"][0]["function"]["arguments"] == '{"path": "x"}'
 
 
-def test_class_options_beat_settings() -> None:
-    strategy = ClearToolResults(keep=1, trigger=0, placeholder="[gone]")
-    ctx = StrategyContext(settings=Settings(clear_tool_results_keep=5))
-    out = strategy(adjacent_calls(3), ctx)
+def test_options_have_one_home_the_settings() -> None:
+    with pytest.raises(UsageError, match=r"strategy_options=\{'clear_tool_results_keep': 1\}"):
+        ClearToolResults(keep=1)  # type: ignore[call-arg]
+    overrides = {
+        "clear_tool_results_keep": 1,
+        "clear_tool_results_trigger": 0,
+        "clear_tool_results_placeholder": "[gone]",
+    }
+    ctx = StrategyContext(settings=Settings(**overrides))
+    out = ClearToolResults()(adjacent_calls(3), ctx)
     assert results(out)[:2] == ["[gone]", "[gone]"]
     assert ctx.stats["clear_tool_results"] == {
         "triggered": True,
@@ -114,8 +120,13 @@ def test_recomputed_every_call_so_the_boundary_moves(run: Run) -> None:
 def test_valid_in_valid_out_untouched_and_deterministic(messages: Messages) -> None:
     validate(messages)
     before = copy.deepcopy(messages)
-    strategy = ClearToolResults(trigger=0, keep=1, clear_tool_inputs=True, counter=one_token)
-    out = strategy(messages, StrategyContext(settings=Settings()))
+    strategy = ClearToolResults(counter=one_token)
+    overrides = {
+        "clear_tool_results_trigger": 0,
+        "clear_tool_results_keep": 1,
+        "clear_tool_results_clear_tool_inputs": True,
+    }
+    out = strategy(messages, StrategyContext(settings=Settings(**overrides)))
     validate(out)
     assert messages == before
-    assert strategy(messages, StrategyContext(settings=Settings())) == out
+    assert strategy(messages, StrategyContext(settings=Settings(**overrides))) == out

@@ -16,7 +16,6 @@ import pytest
 from ctxmw import Settings
 from ctxmw.cli import main
 from ctxmw.errors import UsageError
-from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.replay import DEFAULT_MODEL, ReplayResult, call_points, load_transcript, replay
 from ctxmw.replay.caching import model_prices
 from ctxmw.replay.synthetic import synthetic_transcript
@@ -173,13 +172,18 @@ def _two_calls() -> Messages:
 @pytest.mark.anyio
 async def test_cost_matches_a_hand_computation() -> None:
     messages = _two_calls()
-    result = await replay([messages], ["none"], counter=ApproxCounter())
+    counter = ApproxCounter()
+    result = await replay([messages], ["none"], counter=counter)
     p = model_prices(DEFAULT_MODEL)
-    size = [len(canonical_bytes(m)) // 4 for m in messages]
+    size = [counter.message_tokens(DEFAULT_MODEL, m) for m in messages]
+    primer = counter.overhead_tokens(DEFAULT_MODEL)  # sent on every call, never cached
     b1, b2 = sum(size[:2]), sum(size[:4])
-    assert [c.prompt_tokens for c in result.strategies["none"].calls] == [b1, b2]
-    auto = b1 * p.input + (b2 - b1 // 128 * 128) * p.input + b1 // 128 * 128 * p.cache_read
-    marks = b1 * p.cache_write + b1 * p.cache_read + (b2 - b1) * p.cache_write
+    assert [c.prompt_tokens for c in result.strategies["none"].calls] == [b1 + primer, b2 + primer]
+    read = b1 // 128 * 128
+    auto = (b1 + primer) * p.input + (b2 + primer - read) * p.input + read * p.cache_read
+    marks = (
+        b1 * p.cache_write + b1 * p.cache_read + (b2 - b1) * p.cache_write + 2 * primer * p.input
+    )
     expected = {"auto": auto, "breakpoints": marks, "end_breakpoint": marks}
     assert result.strategies["none"].cost == pytest.approx(expected)
 

@@ -7,14 +7,14 @@ import json
 import pytest
 
 from ctxmw import ContextOverflowError, Segment, UsageError, assemble, select_segments
+from ctxmw.context.tokens import LiteLLMCounter
 
 SYSTEM = Segment("system", "You are a support agent.", stable=True)
 TOOLS = Segment("tools", "lookup(order_id): order status", stable=True)
 QUERY = Segment("query", "Where is my refund?", trust="user")
 
 
-def chars(text: str) -> int:
-    return len(text)
+chars = LiteLLMCounter(text_tokens=len)
 
 
 def test_segments_are_ordered_by_the_fixed_table_stable_first() -> None:

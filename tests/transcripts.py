@@ -8,6 +8,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
+from ctxmw.context.tokens import LiteLLMCounter
 from ctxmw.types import Messages
 
 LONG_ARG = "a" * 300
@@ -170,6 +171,9 @@ def durable_trace(turns: int = 19) -> Messages:
     return msgs
 
 
-def quarter_counter(text: str) -> int:
-    """A cheap deterministic token counter: about four characters a token."""
+def _quarter(text: str) -> int:
     return len(text) // 4 + 1
+
+
+quarter_counter = LiteLLMCounter(text_tokens=_quarter)
+"""A cheap deterministic token counter: litellm's framing, about four characters a token."""

@@ -11,6 +11,7 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
+from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.types import Message
 
 __all__ = ["format_transcript"]
@@ -90,8 +91,6 @@ def _size(message: Message) -> int:
 def _call_names(messages: Sequence[Message]) -> dict[str, str]:
     names: dict[str, str] = {}
     for message in messages:
-        for call in message.get("tool_calls") or []:
-            if isinstance(call, dict):
-                fn = call.get("function") or {}
-                names[str(call.get("id"))] = str(fn.get("name", "?"))
+        for call in tool_calls_of(message):
+            names[str(call.get("id"))] = call_name(call) or "?"
     return names

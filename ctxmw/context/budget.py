@@ -1,37 +1,33 @@
 """Budget accounting: tokens per layer of a prompt against the model's input window.
 
-Counting is injectable (``counter``: text -> tokens); the default uses ``litellm.token_counter``
-for the model, imported on first use so that importing ctxmw stays cheap (see ``_tokens``).
+Counting goes through :mod:`ctxmw.context.tokens` (a :class:`TokenCounter`, litellm's by
+default), the same counter the telemetry and ``ctxmw replay`` use: ``budget(prompt).total`` is
+what the ledger records as the prompt's local size.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxmw.context.tokens import (
     DEFAULT_CONTEXT_WINDOW,
-    Counter,
-    count_message,
-    count_text,
-    default_counter,
+    TokenCounter,
+    as_counter,
+    count_messages,
     input_window,
 )
+from ctxmw.messages.form import LAYERS, layer_of, role_of
 
 __all__ = [
     "BANDS",
     "DEFAULT_CONTEXT_WINDOW",
     "DEFAULT_OUTPUT_RESERVATION",
     "Budget",
-    "Counter",
     "band_of",
     "budget",
     "budget_from_counts",
-    "count_message",
-    "count_text",
-    "default_counter",
     "input_window",
 ]
 
@@ -46,7 +42,7 @@ BANDS: tuple[tuple[str, float], ...] = (
 )
 """Utilisation bands, from the top: the first whose floor the utilisation reaches applies."""
 
-_REPLY_PRIMER = 3  # litellm counts these once per prompt
+_REPLY_PRIMER = 3  # litellm's reply primer for chat models, counted once per prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +57,8 @@ class Budget:
         current: the newest user message.
         window: the model's input window, in tokens.
         output_reservation: tokens of the window kept free for the answer.
+        overhead: tokens every request carries besides its messages and tools (the reply
+            primer, as the counter counts it).
     """
 
     system: int
@@ -70,12 +68,13 @@ class Budget:
     current: int
     window: int
     output_reservation: int
+    overhead: int = _REPLY_PRIMER
 
     @property
     def total(self) -> int:
-        """Tokens of the whole prompt (including litellm's reply primer)."""
+        """Tokens of the whole prompt (including the request overhead)."""
         layers = self.system + self.tools + self.history + self.tool_results + self.current
-        return layers + _REPLY_PRIMER
+        return layers + self.overhead
 
     @property
     def usable(self) -> int:
@@ -121,9 +120,12 @@ def budget(
     *,
     output_reservation: int = DEFAULT_OUTPUT_RESERVATION,
     context_window: int | None = None,
-    counter: Counter | None = None,
+    counter: TokenCounter | None = None,
 ) -> Budget:
     """Count ``messages`` (and ``tools``) per layer against ``model``'s input window.
+
+    ``total`` equals ``litellm.token_counter(model=model, messages=messages, tools=tools)`` with
+    the default counter, and the telemetry record's ``prompt_tokens_local`` for the same payload.
 
     Args:
         messages: the prompt, OpenAI-format dicts.
@@ -131,15 +133,21 @@ def budget(
         tools: the tool definitions sent with the call, if any.
         output_reservation: tokens kept free for the answer.
         context_window: the input window; default :func:`input_window` of ``model``.
-        counter: text -> tokens; default :func:`default_counter` for ``model``.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's.
+
+    Raises:
+        UsageError: ``counter`` is not a TokenCounter.
     """
-    count = counter if counter is not None else default_counter(model)
+    count = as_counter(counter)
+    name = model or ""
+    has_system = any(role_of(m) == "system" for m in messages)
     return budget_from_counts(
         messages,
-        [count_message(msg, count) for msg in messages],
-        count_text(json.dumps(list(tools), sort_keys=True), count) if tools else 0,
+        count_messages(count, name, messages),
+        count.tools_tokens(name, list(tools), has_system) if tools else 0,
         window=context_window if context_window is not None else input_window(model),
         output_reservation=output_reservation,
+        overhead=count.overhead_tokens(name),
     )
 
 
@@ -150,6 +158,7 @@ def budget_from_counts(
     *,
     window: int,
     output_reservation: int = DEFAULT_OUTPUT_RESERVATION,
+    overhead: int = _REPLY_PRIMER,
 ) -> Budget:
     """A :class:`Budget` from per-message token counts already at hand (telemetry has them).
 
@@ -159,24 +168,16 @@ def budget_from_counts(
         tools_tokens: tokens of the tool definitions.
         window: the model's input window.
         output_reservation: tokens kept free for the answer.
+        overhead: the request's fixed overhead (the reply primer).
     """
-    layers = dict.fromkeys(("system", "history", "tool_results", "current"), 0)
-    last_user = max((i for i, m in enumerate(messages) if _role(m) == "user"), default=-1)
+    layers = dict.fromkeys(LAYERS, 0)
+    last_user = max((i for i, m in enumerate(messages) if role_of(m) == "user"), default=-1)
     for i, (msg, tokens) in enumerate(zip(messages, counts, strict=True)):
-        layers[_layer(msg, i == last_user)] += tokens
+        layers[layer_of(msg, i == last_user)] += tokens
     return Budget(
-        tools=tools_tokens, window=window, output_reservation=output_reservation, **layers
+        tools=tools_tokens,
+        window=window,
+        output_reservation=output_reservation,
+        overhead=overhead,
+        **layers,
     )
-
-
-def _role(msg: Any) -> Any:
-    return msg.get("role") if isinstance(msg, dict) else None
-
-
-def _layer(msg: Any, current: bool) -> str:
-    role = _role(msg)
-    if role in ("system", "developer"):
-        return "system"
-    if role == "tool":
-        return "tool_results"
-    return "current" if current else "history"

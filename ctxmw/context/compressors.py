@@ -13,11 +13,11 @@ from __future__ import annotations
 import json
 import logging
 from collections.abc import Callable, Sequence
-from functools import lru_cache
 from typing import Any, TypeAlias, TypeVar
 
 from ctxmw.context.survival import missing_items, protected_tokens
 from ctxmw.errors import UsageError
+from ctxmw.messages._memo import memoised
 from ctxmw.messages.shorten import compact_content
 
 __all__ = ["Compressor", "apply_compressor", "compressor", "get_compressor", "unregister"]
@@ -87,7 +87,7 @@ def apply_compressor(
     return compact_content(content, limit) if short is None else short
 
 
-@lru_cache(maxsize=4096)
+@memoised()
 def _compress(
     fn: Compressor, tool_name: str, content: str, arguments: str, patterns: tuple[str, ...]
 ) -> str | None:

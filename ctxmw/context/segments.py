@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal, get_args
 
-from ctxmw.context.budget import Counter, count_message, default_counter
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.errors import ContextOverflowError, UsageError
 from ctxmw.types import Messages
 
@@ -112,7 +112,7 @@ class Assembly:
 
 
 def assemble(
-    segments: Sequence[Segment], budget_tokens: int, *, counter: Counter | None = None
+    segments: Sequence[Segment], budget_tokens: int, *, counter: TokenCounter | None = None
 ) -> Assembly:
     """Order, fit and render ``segments``.
 
@@ -123,14 +123,15 @@ def assemble(
     Args:
         segments: the parts of the prompt, in any order.
         budget_tokens: the most tokens the rendered prompt may hold.
-        counter: text -> tokens; default ``litellm.token_counter``'s default tokenizer.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's default
+            tokenizer.
 
     Raises:
         ContextOverflowError: the required segments do not fit the budget.
     """
-    count = counter if counter is not None else default_counter(None)
+    count = as_counter(counter)
     order = sorted(range(len(segments)), key=lambda i: _sort_key(segments[i], i))
-    cost = {i: sum(count_message(m, count) for m in segments[i].render()) for i in order}
+    cost = {i: sum(count_messages(count, None, segments[i].render())) for i in order}
     used = sum(cost[i] for i in order if segments[i].required)
     if used > budget_tokens:
         worst = max((i for i in order if segments[i].required), key=lambda i: cost[i])

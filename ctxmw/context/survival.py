@@ -15,6 +15,9 @@ from collections.abc import Iterable, Sequence
 from functools import lru_cache
 from typing import Any
 
+from ctxmw.messages._memo import memoised
+from ctxmw.messages.form import call_arguments, tool_calls_of
+
 __all__ = [
     "DEFAULT_DURABLE_PATTERNS",
     "durable_items",
@@ -50,7 +53,7 @@ def _compiled(patterns: tuple[str, ...]) -> tuple[re.Pattern[str], ...]:
     return tuple(re.compile(p, re.MULTILINE) for p in patterns)
 
 
-@lru_cache(maxsize=4096)
+@memoised()
 def durable_items(text: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
     """Every durable item of ``text``, in order of first appearance, without repeats."""
     found: dict[str, None] = {}
@@ -62,7 +65,7 @@ def durable_items(text: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
     return tuple(found)
 
 
-@lru_cache(maxsize=4096)
+@memoised()
 def durable_lines(text: str, patterns: tuple[str, ...]) -> tuple[str, ...]:
     """Every line of ``text`` where a durable item starts, stripped of its line end."""
     compiled = _compiled(patterns)
@@ -83,10 +86,10 @@ def message_text(msg: Any) -> str:
     if not isinstance(msg, dict):
         return ""
     parts = [content_text(msg.get("content"))]
-    for tc in msg.get("tool_calls") or ():
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if isinstance(fn, dict) and isinstance(fn.get("arguments"), str):
-            parts.append(fn["arguments"])
+    for tc in tool_calls_of(msg):
+        arguments = call_arguments(tc)
+        if isinstance(arguments, str):
+            parts.append(arguments)
     return "\n".join(part for part in parts if part)
 
 

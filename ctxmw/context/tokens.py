@@ -1,102 +1,166 @@
-"""Token counting: injectable, memoised, with litellm's tokenizer and windows as the default.
+"""Token counting: one protocol, litellm's counter underneath, and the model's input window.
 
-``Counter`` is text -> tokens. The default, :func:`default_counter`, calls
-``litellm.token_counter`` for the model, imported on first use so that importing ctxmw stays
-cheap. Per-message counts are memoised on the message's canonical JSON and the counter, so a
-growing transcript only counts its new messages (pass the same counter object every call).
+A :class:`TokenCounter` counts one message (its framing included), the tools block and the
+request's fixed overhead separately, so callers can count each message once and add them up.
+With :class:`LiteLLMCounter` the sum is exactly ``litellm.token_counter(model=..., messages=...,
+tools=...)`` on the whole payload: ``ctxmw.budget()``, the telemetry record and ``ctxmw replay``
+all count through it, so one prompt has one total everywhere.
+
+:class:`ApproxCounter` is the same counter with the tokenizer replaced by "about four bytes a
+token": litellm still frames every message (tokens per message, names, tool-call arguments,
+images, the tools block, the reply primer), so it differs from the real count only where a text
+does. It is for speed (``ctxmw replay --fast``) and for tests.
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
-import json
-from collections.abc import Callable
+import hashlib
+from collections.abc import Callable, Mapping, Sequence
 from functools import lru_cache
-from typing import Any
+from typing import Any, Protocol
 
-from ctxmw.context.survival import content_text
+from ctxmw import _litellm
+from ctxmw.errors import UsageError
+from ctxmw.messages._memo import session_cache
+from ctxmw.messages.canonical import canonical_bytes, canonical_json
 
 __all__ = [
     "DEFAULT_CONTEXT_WINDOW",
-    "Counter",
-    "count_message",
-    "count_text",
-    "default_counter",
+    "ApproxCounter",
+    "LiteLLMCounter",
+    "TokenCounter",
+    "approx_tokens",
+    "as_counter",
+    "count_messages",
     "input_window",
 ]
-
-Counter = Callable[[str], int]
-"""Counts the tokens of a text."""
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window used when litellm does not know the model and no ``context_window`` is set."""
 
-MESSAGE_OVERHEAD = 3  # litellm's tokens_per_message for chat models
-_PART_TOKENS = 85  # a non-text part (image, file): OpenAI's low-detail image cost
+_SYSTEM_STUB: dict[str, str] = {"role": "system", "content": ""}
+_COUNTS = f"memo:{__name__}.count_messages"
 
 
-def count_message(msg: Any, counter: Counter) -> int:
-    """Tokens of one message: its text, its tool calls and litellm's per-message overhead."""
-    try:
-        key = json.dumps(msg, sort_keys=True, default=repr)
-    except (TypeError, ValueError):
-        key = repr(msg)
-    return _count_message(key, counter)
+class TokenCounter(Protocol):
+    """How ctxmw counts tokens; inject your own for tests or speed."""
+
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        """Tokens of one message, per-message framing included."""
+        ...
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        """Tokens of the tool definitions (``has_system``: the messages hold a system message)."""
+        ...
+
+    def overhead_tokens(self, model: str) -> int:
+        """Tokens every request carries besides its messages and tools (the reply primer)."""
+        ...
 
 
-@lru_cache(maxsize=16384)
-def _count_message(key: str, counter: Counter) -> int:
-    msg = json.loads(key) if key.startswith("{") else {}
-    content = msg.get("content")
-    parts = content if isinstance(content, list) else []
-    other = sum(1 for p in parts if not (isinstance(p, dict) and p.get("type") == "text"))
-    text = "\n".join(
-        t
-        for t in (
-            str(msg.get("role") or ""),
-            content_text(content),
-            *_call_texts(msg.get("tool_calls")),
-            str(msg.get("name") or ""),
-            str(msg.get("tool_call_id") or ""),
+class LiteLLMCounter:
+    """Counts with ``litellm.token_counter`` (the model's tokenizer where litellm has one).
+
+    Args:
+        text_tokens: counts a text in place of the model's tokenizer (litellm still frames the
+            messages); None: the tokenizer litellm picks for the model.
+    """
+
+    def __init__(self, text_tokens: Callable[[str], int] | None = None) -> None:
+        self.text_tokens = text_tokens
+
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        """Tokens of one message as litellm frames it, without the request overhead.
+
+        A message litellm refuses to count (a tool call without ``function``, a content of an
+        unknown shape) is counted as a user message holding its JSON text: malformed material
+        is never "fixed", but counting it must not fail the call.
+        """
+        count = self.text_tokens
+        try:
+            return _litellm.token_counter(model, [message], framing_only=True, text_tokens=count)
+        except (ValueError, TypeError, AttributeError):
+            stand_in = {"role": "user", "content": canonical_json(message)}
+            return _litellm.token_counter(model, [stand_in], framing_only=True, text_tokens=count)
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        """Tokens litellm adds for ``tools`` (less when a system message is present)."""
+        base = [_SYSTEM_STUB] if has_system else []
+        count = self.text_tokens
+        with_tools = _litellm.token_counter(model, base, tools=tools, text_tokens=count)
+        return with_tools - _litellm.token_counter(model, base, text_tokens=count)
+
+    def overhead_tokens(self, model: str) -> int:
+        """litellm's reply primer for ``model``."""
+        if self.text_tokens is None:
+            return _overhead(model)
+        return _litellm.token_counter(model, [], text_tokens=self.text_tokens)
+
+
+class ApproxCounter(LiteLLMCounter):
+    """litellm's framing with about ``bytes_per_token`` bytes of text a token: no tokenizer.
+
+    Args:
+        bytes_per_token: UTF-8 bytes of text counted as one token (rounded up per text).
+    """
+
+    def __init__(self, bytes_per_token: int = 4) -> None:
+        self.bytes_per_token = max(bytes_per_token, 1)
+        super().__init__(text_tokens=self._text)
+
+    def _text(self, text: str) -> int:
+        return approx_tokens(text, self.bytes_per_token)
+
+
+def approx_tokens(text: str, bytes_per_token: int = 4) -> int:
+    """``len(utf-8 bytes) / bytes_per_token``, rounded up: a tokenizer-free estimate."""
+    return -(-len(text.encode("utf-8", "surrogatepass")) // max(bytes_per_token, 1))
+
+
+def as_counter(counter: TokenCounter | None) -> TokenCounter:
+    """``counter``, or :class:`LiteLLMCounter` when None.
+
+    A plain ``text -> tokens`` function (the counters of earlier versions) is wrapped as
+    ``LiteLLMCounter(text_tokens=fn)``: litellm frames the messages, the function counts text.
+
+    Raises:
+        UsageError: ``counter`` is neither a TokenCounter nor a callable.
+    """
+    if counter is None:
+        return _DEFAULT
+    if not hasattr(counter, "message_tokens") and callable(counter):
+        return LiteLLMCounter(text_tokens=counter)
+    if not hasattr(counter, "message_tokens"):
+        raise UsageError(
+            f"counter={counter!r} is not a TokenCounter (message_tokens, tools_tokens, "
+            "overhead_tokens); wrap a text -> tokens function as LiteLLMCounter(text_tokens=fn)."
         )
-        if t
-    )
-    return MESSAGE_OVERHEAD + counter(text) + other * _PART_TOKENS
+    return counter
 
 
-def _call_texts(tool_calls: Any) -> list[str]:
+def count_messages(counter: TokenCounter, model: str | None, messages: Sequence[Any]) -> list[int]:
+    """Tokens of each message (framing included), each distinct message counted once a session.
+
+    Inside a strategy chain the counts are kept in the session's memo, keyed by the counter and
+    a digest of the message's canonical bytes: a growing transcript only counts its new messages.
+    """
+    cache = session_cache(_COUNTS)
+    name = model or ""
+    if cache is None:
+        return [counter.message_tokens(name, m) for m in messages]
     out = []
-    for tc in tool_calls if isinstance(tool_calls, list) else ():
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        if isinstance(fn, dict):
-            out += [str(fn.get("name") or ""), str(fn.get("arguments") or "")]
+    for message in messages:
+        key = (counter, name, _digest(message))
+        tokens = cache.get(key)
+        if tokens is None:
+            tokens = counter.message_tokens(name, message)
+            cache.put(key, tokens)
+        out.append(tokens)
     return out
 
 
-def count_text(text: str, counter: Counter) -> int:
-    """Tokens of a text (memoised per counter)."""
-    return _count_text(text, counter)
-
-
-@lru_cache(maxsize=4096)
-def _count_text(text: str, counter: Counter) -> int:
-    return counter(text)
-
-
-@lru_cache(maxsize=64)
-def default_counter(model: str | None) -> Counter:
-    """``litellm.token_counter`` for ``model`` (its default tokenizer when None), as text -> int.
-
-    One function object per model, so the memoised counts are shared between calls.
-    """
-
-    def count(text: str) -> int:
-        import litellm  # lazily: importing ctxmw must not import litellm
-
-        return int(litellm.token_counter(model=model or "", text=text))
-
-    return count
+def _digest(message: Mapping[str, Any]) -> bytes:
+    return hashlib.blake2b(canonical_bytes(message), digest_size=16).digest()
 
 
 @lru_cache(maxsize=256)
@@ -108,13 +172,14 @@ def input_window(model: str | None) -> int:
     """
     if not model:
         return DEFAULT_CONTEXT_WINDOW
-    import litellm
-
-    # litellm prints a provider list to stdout for unknown models; keep the caller's stdout clean.
-    with contextlib.redirect_stdout(io.StringIO()):
-        try:
-            info = litellm.get_model_info(model)
-        except Exception:  # litellm raises bare Exception subclasses for unmapped models
-            return DEFAULT_CONTEXT_WINDOW
+    info = _litellm.model_info(model)
     window = info.get("max_input_tokens") or info.get("max_tokens")
     return int(window) if isinstance(window, int) and window > 0 else DEFAULT_CONTEXT_WINDOW
+
+
+@lru_cache(maxsize=256)
+def _overhead(model: str) -> int:
+    return _litellm.token_counter(model, [])
+
+
+_DEFAULT = LiteLLMCounter()

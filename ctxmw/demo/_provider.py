@@ -21,6 +21,7 @@ from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
 from anyio.streams.buffered import BufferedByteReceiveStream
 
 from ctxmw.demo._script import PlanStep
+from ctxmw.messages.canonical import canonical_json
 from ctxmw.telemetry.counters import TokenCounter
 
 __all__ = ["SIMULATED", "SimulatedProvider"]
@@ -159,7 +160,7 @@ class SimulatedProvider:
 
 
 def _canonical(block: Any) -> bytes:
-    return json.dumps(block, sort_keys=True, separators=(",", ":")).encode()
+    return canonical_json(block).encode()
 
 
 def _step_of(message: dict[str, Any]) -> int:

@@ -6,6 +6,10 @@ text part written as its string. Marks and that one-part form are stripped becau
 that use them render both forms as the same cached content: moving a breakpoint from one call to
 the next (as ``cache_breakpoints`` does) does not break a prefix.
 
+:func:`canonical_json` is the other canonical form, for equality and digests of *content*
+(repeated tool calls, cached summaries): keys sorted, so two dicts that say the same thing in
+another key order are one text. Nothing else in ctxmw writes its own.
+
 Digests are cached per message object: strategies pass unchanged messages on as the same dicts,
 so a call only serialises the messages it has not seen before (new ones, and the compacted
 copies a strategy rebuilds). A dict edited in place after it was sent is not re-read.
@@ -18,7 +22,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
-__all__ = ["DigestCache", "canonical_bytes", "payload_digest", "tools_digest"]
+__all__ = ["DigestCache", "canonical_bytes", "canonical_json", "payload_digest", "tools_digest"]
 
 _DIGEST_SIZE = 16
 
@@ -28,6 +32,13 @@ def canonical_bytes(message: Mapping[str, Any]) -> bytes:
     return json.dumps(
         _unmarked(message), separators=(",", ":"), ensure_ascii=False, default=_fallback
     ).encode()
+
+
+def canonical_json(value: Any) -> str:
+    """Compact JSON of any JSON-like value, keys sorted: equal content, equal text."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_fallback
+    )
 
 
 def tools_digest(tools: Sequence[Mapping[str, Any]] | None) -> bytes:

@@ -9,8 +9,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import Any
+
+from ctxmw.messages._memo import memoised
+from ctxmw.messages.canonical import canonical_json
+from ctxmw.messages.form import call_arguments, call_name
 
 __all__ = ["Call", "ToolIndex", "call_key", "index_tools"]
 
@@ -125,13 +128,8 @@ def _close_call(
     if not isinstance(call_id, str) or call_id not in pending:
         return
     call_index, pos, tc = pending.pop(call_id)
-    fn = tc.get("function")
-    fn = fn if isinstance(fn, dict) else {}
     f = len(index.calls) + 1
-    name = fn.get("name")
-    index.calls.append(
-        Call(f, call_id, name if isinstance(name, str) else "", fn.get("arguments"), call_index, i)
-    )
+    index.calls.append(Call(f, call_id, call_name(tc), call_arguments(tc), call_index, i))
     index.groups[call_index][pos] = f
     index.result_of[i] = f
 
@@ -142,10 +140,10 @@ def call_key(call: Call) -> str:
     return _canonical(call.name, args) if isinstance(args, str) else f"{call.name}\0{args!r}"
 
 
-@lru_cache(maxsize=16384)
+@memoised()
 def _canonical(name: str, arguments: str) -> str:
     try:
         parsed = json.loads(arguments)
     except ValueError:
         return f"{name}\0{arguments}"
-    return f"{name}\0{json.dumps(parsed, sort_keys=True, separators=(',', ':'))}"
+    return f"{name}\0{canonical_json(parsed)}"

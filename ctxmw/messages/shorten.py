@@ -1,16 +1,18 @@
 """The compacted form of strings, tool-call arguments and tool results.
 
-All functions are pure and deterministic. Results for strings are memoised: a transcript held
-by a session keeps the same string objects between calls, so re-compacting an old result costs a
-dict lookup instead of an md5 over its whole text.
+All functions are pure and deterministic. Inside a session's strategy chain, results for
+strings are memoised in the session's memo (see :mod:`ctxmw.messages._memo`): re-compacting an
+old result costs a dict lookup instead of an md5 over its whole text, and the cache goes with the
+session.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from functools import lru_cache
 from typing import Any
+
+from ctxmw.messages._memo import memoised
 
 __all__ = ["MARKER_MAX", "compact_arguments", "compact_content", "shorten"]
 
@@ -18,7 +20,6 @@ MARKER_MAX = 48
 """Upper bound on what :func:`shorten` adds beyond ``limit``: the header and the cut mark."""
 
 _CUT = "…"
-_CACHE_SIZE = 4096
 
 
 def shorten(s: str, limit: int) -> str:
@@ -38,9 +39,9 @@ def shorten(s: str, limit: int) -> str:
     return s if short is None else short
 
 
-# The memoised helpers return None for "unchanged": an lru_cache hit hands back the object cached
+# The memoised helpers return None for "unchanged": a cache hit hands back the object cached
 # for an *equal* key, and callers rely on identity to reuse unchanged messages.
-@lru_cache(maxsize=_CACHE_SIZE)
+@memoised()
 def _shorten_long(s: str, limit: int) -> str | None:
     digest = hashlib.md5(s.encode("utf-8", "surrogatepass"), usedforsecurity=False).hexdigest()
     keep = max(limit - len(_CUT), 0)
@@ -62,7 +63,7 @@ def compact_arguments(arguments: str, limit: int) -> str:
     return arguments if short is None else short
 
 
-@lru_cache(maxsize=_CACHE_SIZE)
+@memoised()
 def _compact_arguments(arguments: str, limit: int) -> str | None:
     try:
         parsed = json.loads(arguments)

@@ -18,19 +18,20 @@ In both breakpoint models a prompt shorter than the minimum is neither read nor 
 reply primer litellm counts (a few tokens) is never cached.
 
 Prices come from litellm's model map for one model and serve all three models, so they compare:
-input, cache read and cache write per token. A model without a cache-write price pays 1.25x its
-input price for writes (Anthropic's five-minute cache write premium); one without a cache-read
-price pays the input price for reads (caching then saves nothing; the table says so).
+input, cache read and cache write per token. A call is priced by ``litellm.cost_per_token``, so
+tiered prices (a higher rate above 200k prompt tokens, as Gemini 2.5 Pro has) apply as the
+provider bills them. A model without a cache-write price pays 1.25x its input price for writes
+(Anthropic's five-minute cache write premium); one without a cache-read price pays the input
+price for reads (caching then saves nothing; the table says so).
 """
 
 from __future__ import annotations
 
-import contextlib
-import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxmw import _litellm
 from ctxmw.errors import UsageError
 from ctxmw.telemetry.marks import is_marked
 from ctxmw.telemetry.prefix import PrefixResult
@@ -76,9 +77,20 @@ class Prices:
     source: dict[str, str]
 
     def cost(self, prompt_tokens: int, split: Split) -> float:
-        """USD of one prompt split into reads, writes and plain input."""
-        plain = prompt_tokens - split.reads - split.writes
-        return plain * self.input + split.reads * self.cache_read + split.writes * self.cache_write
+        """USD of one prompt split into reads, writes and plain input, as litellm prices it.
+
+        litellm applies the model's tiered prices; where it has no cache-write price (it then
+        bills writes as input), the documented write premium is added on top.
+        """
+        prompt, _ = _litellm.cost_per_token(
+            self.model,
+            prompt_tokens=prompt_tokens,
+            cache_read_tokens=split.reads,
+            cache_write_tokens=split.writes,
+        )
+        if self.source["cache_write"] != "litellm":
+            prompt += split.writes * (self.cache_write - self.input)
+        return prompt
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,7 +107,7 @@ def model_prices(model: str) -> Prices:
     Raises:
         UsageError: litellm has no input price for the model.
     """
-    info = _model_info(model)
+    info = _litellm.model_info(model)
     price = info.get("input_cost_per_token")
     if not isinstance(price, int | float) or price <= 0:
         raise UsageError(
@@ -112,17 +124,6 @@ def model_prices(model: str) -> Prices:
     if not isinstance(write, int | float):
         write, source["cache_write"] = price * WRITE_PREMIUM, f"{WRITE_PREMIUM}x input"
     return Prices(model, float(price), float(read), float(write), source)
-
-
-def _model_info(model: str) -> dict[str, Any]:
-    import litellm
-
-    # litellm prints a provider list to stdout for unknown models; keep the caller's stdout clean.
-    with contextlib.redirect_stdout(io.StringIO()):
-        try:
-            return dict(litellm.get_model_info(model))
-        except Exception:  # litellm raises bare Exception subclasses for unmapped models
-            return {}
 
 
 def breakpoint_minimum(model: str) -> int:

@@ -38,14 +38,15 @@ import anyio
 from ctxmw._litellm import (
     CompletionFn,
     default_completion,
-    load_litellm,
     message_dict,
     response_message,
+    stream_chunk_builder,
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.stream import PersistingStream
-from ctxmw.runtime.tool_runner import run_tool_calls, tool_calls_of
+from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.runtime.transcript import TranscriptFile, match_history
 from ctxmw.runtime.turn import Turn, delivered_notes
@@ -193,7 +194,7 @@ class Session:
             call = turn.stream_call
             if call is not None:
                 await self._record(call, chunks, time.perf_counter() - call.started, stream)
-            built = load_litellm().stream_chunk_builder(chunks, messages=prompt)
+            built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
                 await self._commit(turn)
@@ -346,7 +347,7 @@ class Session:
             self._messages.extend(new)
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
-        names = {str((c.get("function") or {}).get("name", "")) for c in calls}
+        names = {call_name(c) for c in calls}
         return not names & self.tools.declared
 
     def _take_pending(self) -> Messages:

@@ -22,16 +22,11 @@ import anyio.to_thread
 from pydantic import BaseModel, ValidationError
 
 from ctxmw.errors import Aborted
+from ctxmw.messages.form import call_arguments, call_name
 from ctxmw.runtime.tool_schema import Tool, ToolSet
-from ctxmw.types import Message, Messages
+from ctxmw.types import Messages
 
-__all__ = ["run_tool_calls", "tool_calls_of"]
-
-
-def tool_calls_of(message: Message) -> list[dict[str, Any]]:
-    """The tool calls an assistant message asks for (an empty list when none)."""
-    calls = message.get("tool_calls")
-    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+__all__ = ["run_tool_calls"]
 
 
 async def run_tool_calls(
@@ -74,15 +69,13 @@ async def _run_into(
 
 
 async def _run_one(call: dict[str, Any], tools: ToolSet, time_limit: float) -> str:
-    raw_function = call.get("function")
-    function: dict[str, Any] = raw_function if isinstance(raw_function, dict) else {}
-    name = str(function.get("name", ""))
+    name = call_name(call)
     tool = tools.executable.get(name)
     if tool is None:
         available = ", ".join(sorted(tools.executable)) or "none"
         return f"Error: there is no tool named {name!r}. Available tools: {available}."
     try:
-        arguments = _validate(tool, function.get("arguments"))
+        arguments = _validate(tool, call_arguments(call))
     except ValueError as exc:
         return f"Error: invalid arguments for tool {name!r}: {exc}"
     with anyio.move_on_after(time_limit) as scope:

@@ -19,11 +19,11 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio.to_thread
 
 from ctxmw.errors import InvalidTranscriptError
+from ctxmw.messages.form import without_none
 from ctxmw.types import Message, Messages
 
 __all__ = ["TranscriptFile", "dump_line", "match_history", "same_message"]
@@ -38,7 +38,7 @@ def dump_line(message: Message) -> bytes:
 
 def same_message(stored: Message, given: Message) -> bool:
     """Whether two messages say the same thing on the wire (key order and ``None`` ignored)."""
-    return bool(_normal(stored) == _normal(json.loads(json.dumps(given))))
+    return bool(without_none(stored) == without_none(json.loads(json.dumps(given))))
 
 
 def match_history(stored: Sequence[Message], given: Sequence[Message]) -> int | None:
@@ -237,11 +237,3 @@ def _generation(path: Path, n: int) -> Path:
     stem, dot, ext = path.name.rpartition(".")
     name = f"{stem}.{n}.{ext}" if dot and stem else f"{path.name}.{n}"
     return path.with_name(name)
-
-
-def _normal(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _normal(v) for k, v in value.items() if v is not None}
-    if isinstance(value, list):
-        return [_normal(v) for v in value]
-    return value

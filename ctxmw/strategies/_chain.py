@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import Aborted, StrategyError, UsageError
+from ctxmw.messages._memo import session_memo
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
@@ -112,10 +113,13 @@ async def apply_strategies(
         )
     # A shallow copy: a strategy that appends to its input cannot touch the caller's list.
     current: Messages = list(messages)
-    for name, strategy in strategies:
-        current = await _run_one(name, strategy, current, ctx)
-        if trace is not None:
-            trace.append((name, current))
+    # What strategies derive from the transcript is cached in the session's memo (this call's
+    # own without a session), never for the process: it goes when the conversation does.
+    with session_memo(ctx.memo):
+        for name, strategy in strategies:
+            current = await _run_one(name, strategy, current, ctx)
+            if trace is not None:
+                trace.append((name, current))
     return current
 
 

@@ -11,15 +11,17 @@ the growing tail, so its prefix is byte-identical from call to call.
 from __future__ import annotations
 
 import hashlib
-import json
 from collections import Counter as Tally
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.budget import Budget, Counter, budget
+from ctxmw.context.budget import Budget, budget
 from ctxmw.context.survival import durable_items, durable_lines, message_text, missing_items
+from ctxmw.context.tokens import TokenCounter
 from ctxmw.errors import CompactionLossError
+from ctxmw.messages.canonical import canonical_json
+from ctxmw.messages.form import call_names, role_of
 from ctxmw.settings import Settings
 from ctxmw.types import Message, Messages, StrategyContext
 
@@ -52,7 +54,7 @@ class Fold:
         return self.end - self.start
 
 
-def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None) -> Budget:
+def measure(messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None) -> Budget:
     """The budget of ``messages`` for this call's model and settings."""
     s = ctx.settings
     return budget(
@@ -65,7 +67,7 @@ def measure(messages: Sequence[Any], ctx: StrategyContext, counter: Counter | No
 
 
 def due_fold(
-    messages: Sequence[Any], ctx: StrategyContext, counter: Counter | None, name: str
+    messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None, name: str
 ) -> Fold | None:
     """The fold ``name`` should make now, or None: below the trigger, or nothing to fold.
 
@@ -82,7 +84,7 @@ def due_fold(
 def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
     """The stepped range to fold, or None when there is nothing to fold."""
     head = _head_end(messages)
-    starts = [i for i in range(head, len(messages)) if _role(messages[i]) != "tool"]
+    starts = [i for i in range(head, len(messages)) if role_of(messages[i]) != "tool"]
     keep = settings.compact_keep_recent
     if len(starts) <= keep:
         return None
@@ -95,13 +97,9 @@ def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
 
 def _head_end(messages: Sequence[Any]) -> int:
     i = 0
-    while i < len(messages) and _role(messages[i]) in ("system", "developer"):
+    while i < len(messages) and role_of(messages[i]) in ("system", "developer"):
         i += 1
-    return i + 1 if i < len(messages) and _role(messages[i]) == "user" else i
-
-
-def _role(msg: Any) -> Any:
-    return msg.get("role") if isinstance(msg, dict) else None
+    return i + 1 if i < len(messages) and role_of(messages[i]) == "user" else i
 
 
 def folded_items(messages: Sequence[Any], fold: Fold, patterns: tuple[str, ...]) -> list[str]:
@@ -118,7 +116,7 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
     tools: Tally[str] = Tally()
     for msg in messages[fold.start : fold.end]:
         lines.update(dict.fromkeys(durable_lines(message_text(msg), patterns)))
-        tools.update(_tool_names(msg))
+        tools.update(name or "?" for name in call_names(msg))
     calls = ", ".join(f"{name} x{n}" for name, n in sorted(tools.items())) or "none"
     kept = "\n".join(lines) if lines else "(none)"
     return (
@@ -126,15 +124,6 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
         "Durable lines (decisions, open items, errors, identifiers), kept verbatim:\n"
         f"{kept}"
     )
-
-
-def _tool_names(msg: Any) -> list[str]:
-    calls = msg.get("tool_calls") if isinstance(msg, dict) else None
-    names = []
-    for tc in calls if isinstance(calls, list) else ():
-        fn = tc.get("function") if isinstance(tc, dict) else None
-        names.append(str(fn.get("name")) if isinstance(fn, dict) else "?")
-    return names
 
 
 def splice(messages: Sequence[Any], fold: Fold, text: str) -> Messages:
@@ -163,7 +152,7 @@ def digest(messages: Sequence[Any], *extra: str) -> str:
     """A stable digest of ``messages`` (canonical JSON) and ``extra`` strings."""
     h = hashlib.sha256()
     for msg in messages:
-        h.update(json.dumps(msg, sort_keys=True, default=repr).encode("utf-8", "surrogatepass"))
+        h.update(canonical_json(msg).encode("utf-8", "surrogatepass"))
         h.update(b"\0")
     for part in extra:
         h.update(part.encode("utf-8", "surrogatepass") + b"\1")

@@ -24,11 +24,12 @@ which is deprecated there. The default placeholder is LangChain's ``"[cleared]"`
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.tokens import Counter, count_message, default_counter
+from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
+from ctxmw.errors import UsageError
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
@@ -52,75 +53,64 @@ class _Options:
 class ClearToolResults:
     """Replace every tool result but the newest ``keep`` once the prompt exceeds ``trigger``.
 
-    Each option left as None comes from the call's settings (``clear_tool_results_*``).
+    Its options are settings, like every built-in strategy's: ``clear_tool_results_keep``,
+    ``_trigger``, ``_exclude_tools``, ``_placeholder`` and ``_clear_tool_inputs`` (env
+    ``CTXMW_CLEAR_TOOL_RESULTS_*``, or per session / call through ``strategy_options``).
 
     Args:
-        keep: newest tool results never cleared (default 3).
-        trigger: clear once the prompt exceeds this many tokens (default 100,000).
-        exclude_tools: tool names whose results are never cleared.
-        placeholder: the text that replaces a cleared result (default ``"[cleared]"``).
-        clear_tool_inputs: also replace a cleared call's arguments with ``"{}"``.
-        counter: text -> tokens; default ``litellm.token_counter`` for the call's model. Pass
-            the same function object on every call: counts are memoised per counter.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
+            model. Inside a session each distinct message is counted once.
+
+    Raises:
+        UsageError: an option is passed here instead of through the settings.
     """
 
-    def __init__(
-        self,
-        *,
-        keep: int | None = None,
-        trigger: int | None = None,
-        exclude_tools: Collection[str] | None = None,
-        placeholder: str | None = None,
-        clear_tool_inputs: bool | None = None,
-        counter: Counter | None = None,
-    ) -> None:
-        self.keep = keep
-        self.trigger = trigger
-        self.exclude_tools = None if exclude_tools is None else frozenset(exclude_tools)
-        self.placeholder = placeholder
-        self.clear_tool_inputs = clear_tool_inputs
+    def __init__(self, *, counter: TokenCounter | None = None, **options: Any) -> None:
+        if options:
+            names = {f"clear_tool_results_{name}": value for name, value in options.items()}
+            raise UsageError(
+                f"ClearToolResults() takes its options from the settings, not as {options!r}; "
+                f"pass strategy_options={names!r} to the Session, acompletion or "
+                "prepare_prompt (settings=), or set the CTXMW_CLEAR_TOOL_RESULTS_* variables."
+            )
         self.counter = counter
 
     def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
         """Return ``messages`` with old tool results cleared, or unchanged under the trigger."""
-        opts = self._options(ctx.settings)
+        opts = _options(ctx.settings)
         stats: dict[str, Any] = {"triggered": False, "cleared": 0, "placeholder": opts.placeholder}
         ctx.stats["clear_tool_results"] = stats
         index = index_tools(messages)
         if len(index.calls) <= opts.keep:
             return messages
-        counter = self.counter if self.counter is not None else default_counter(ctx.model)
-        if not _exceeds(messages, opts.trigger, counter):
+        if not _exceeds(messages, opts.trigger, as_counter(self.counter), ctx.model):
             return messages
         stats["triggered"] = True
         out, stats["cleared"] = _clear(messages, index, opts)
         return out
 
-    def _options(self, s: Settings) -> _Options:
-        return _Options(
-            keep=s.clear_tool_results_keep if self.keep is None else max(self.keep, 0),
-            trigger=s.clear_tool_results_trigger if self.trigger is None else self.trigger,
-            exclude_tools=frozenset(s.clear_tool_results_exclude_tools)
-            if self.exclude_tools is None
-            else self.exclude_tools,
-            placeholder=s.clear_tool_results_placeholder
-            if self.placeholder is None
-            else self.placeholder,
-            clear_tool_inputs=s.clear_tool_results_clear_tool_inputs
-            if self.clear_tool_inputs is None
-            else self.clear_tool_inputs,
-        )
+
+def _options(s: Settings) -> _Options:
+    return _Options(
+        keep=max(s.clear_tool_results_keep, 0),
+        trigger=s.clear_tool_results_trigger,
+        exclude_tools=frozenset(s.clear_tool_results_exclude_tools),
+        placeholder=s.clear_tool_results_placeholder,
+        clear_tool_inputs=s.clear_tool_results_clear_tool_inputs,
+    )
 
 
 clear_tool_results = register_strategy("clear_tool_results")(ClearToolResults())
 """The registered instance: ``prompt_strategies="clear_tool_results"``."""
 
 
-def _exceeds(messages: Sequence[Any], trigger: int, counter: Counter) -> bool:
+def _exceeds(
+    messages: Sequence[Any], trigger: int, counter: TokenCounter, model: str | None
+) -> bool:
     """Whether the messages hold more than ``trigger`` tokens (stops counting once they do)."""
     total = 0
     for message in messages:
-        total += count_message(message, counter)
+        total += count_messages(counter, model, [message])[0]
         if total > trigger:
             return True
     return False

@@ -12,7 +12,7 @@ byte-stable between steps.
 
 from __future__ import annotations
 
-from ctxmw.context.budget import Counter
+from ctxmw.context.tokens import TokenCounter
 from ctxmw.strategies._fold import (
     due_fold,
     measure,
@@ -31,11 +31,11 @@ class Compact:
     """Fold old history into one summary that keeps every durable line verbatim (no model call).
 
     Args:
-        counter: text -> tokens; default ``litellm.token_counter`` for the call's model. Pass
-            the same function object on every call: counts are memoised per counter.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
+            model. Inside a session each distinct message is counted once.
     """
 
-    def __init__(self, *, counter: Counter | None = None) -> None:
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
         self.counter = counter
 
     def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:

@@ -20,8 +20,9 @@ from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
-from ctxmw.context.budget import Counter
+from ctxmw._litellm import default_completion
 from ctxmw.context.survival import message_text
+from ctxmw.context.tokens import TokenCounter
 from ctxmw.strategies._fold import (
     Fold,
     digest,
@@ -68,10 +69,11 @@ class Summarize:
     """Summarise older history with a cheap model; survival-checked, cached, stepped.
 
     Args:
-        counter: text -> tokens; default ``litellm.token_counter`` for the call's model.
+        counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
+            model.
     """
 
-    def __init__(self, *, counter: Counter | None = None) -> None:
+    def __init__(self, *, counter: TokenCounter | None = None) -> None:
         self.counter = counter
 
     async def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
@@ -139,12 +141,7 @@ class Summarize:
 
 
 def _completion(ctx: StrategyContext) -> Callable[..., Awaitable[Any]]:
-    if ctx.completion is not None:
-        return ctx.completion
-    import litellm  # lazily: importing ctxmw must not import litellm
-
-    default: Callable[..., Awaitable[Any]] = litellm.acompletion
-    return default
+    return ctx.completion if ctx.completion is not None else default_completion()
 
 
 def _bullets(items: Sequence[str]) -> str:

@@ -1,9 +1,8 @@
-"""Token counters for the prefix tracker: litellm's own, and a cheap approximation.
+"""Token measurements the prefix tracker adds on top of the one counter protocol.
 
-A counter counts one message, the tools block, and the fixed per-request overhead separately, so
-the tracker can cache each message's count and add them up. With litellm's counter the sum is
-exactly what ``litellm.token_counter(model=..., messages=..., tools=...)`` returns for the whole
-payload (litellm counts messages independently and adds the tools and the reply primer).
+The counters themselves live in :mod:`ctxmw.context.tokens` (``TokenCounter``,
+``LiteLLMCounter``, ``ApproxCounter``; re-exported here): the telemetry counts with the same
+counter as ``ctxmw.budget()`` and ``ctxmw replay``.
 
 Two measurements on top of any counter, for self-hosted servers (llama.cpp, vLLM, ...), whose
 chat template renders the prompt: :func:`template_tools_tokens` counts the tools block the way
@@ -15,10 +14,9 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import lru_cache
-from typing import Any, Protocol
+from typing import Any
 
-from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.context.tokens import ApproxCounter, LiteLLMCounter, TokenCounter
 
 __all__ = [
     "ApproxCounter",
@@ -27,72 +25,6 @@ __all__ = [
     "template_tools_tokens",
     "text_tokens",
 ]
-
-_SYSTEM_STUB: dict[str, str] = {"role": "system", "content": ""}
-
-
-class TokenCounter(Protocol):
-    """What the prefix tracker needs to count tokens; inject your own for tests or speed."""
-
-    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
-        """Tokens of one message, per-message framing included."""
-        ...
-
-    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
-        """Tokens of the tool definitions (``has_system``: the messages hold a system message)."""
-        ...
-
-    def overhead_tokens(self, model: str) -> int:
-        """Tokens every request carries besides its messages and tools (the reply primer)."""
-        ...
-
-
-class LiteLLMCounter:
-    """Counts with ``litellm.token_counter`` (the model's tokenizer where litellm has one)."""
-
-    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
-        """Tokens of one message as litellm frames it, without the request overhead."""
-        import litellm
-
-        return int(
-            litellm.token_counter(model=model, messages=[message], count_response_tokens=True)
-        )
-
-    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
-        """Tokens litellm adds for ``tools`` (less when a system message is present)."""
-        import litellm
-
-        base: list[Any] = [_SYSTEM_STUB] if has_system else []
-        tool_list: list[Any] = list(tools)
-        with_tools = litellm.token_counter(model=model, messages=base, tools=tool_list)
-        return int(with_tools) - int(litellm.token_counter(model=model, messages=base))
-
-    def overhead_tokens(self, model: str) -> int:
-        """litellm's reply primer for ``model``."""
-        return _overhead(model)
-
-
-class ApproxCounter:
-    """About four bytes of canonical JSON per token: no tokenizer, for tests and estimates.
-
-    Args:
-        bytes_per_token: divisor applied to each block's canonical size.
-    """
-
-    def __init__(self, bytes_per_token: int = 4) -> None:
-        self._divisor = max(bytes_per_token, 1)
-
-    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
-        """Canonical size of the message over the divisor."""
-        return len(canonical_bytes(message)) // self._divisor
-
-    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
-        """Canonical size of the tool definitions over the divisor."""
-        return sum(len(canonical_bytes(tool)) for tool in tools) // self._divisor
-
-    def overhead_tokens(self, model: str) -> int:
-        """No fixed overhead."""
-        return 0
 
 
 def text_tokens(counter: TokenCounter, model: str, text: str) -> int:
@@ -117,10 +49,3 @@ def template_tools_tokens(
     """
     text = "\n".join(json.dumps(tool, ensure_ascii=False) for tool in tools)
     return text_tokens(counter, model, text)
-
-
-@lru_cache(maxsize=256)
-def _overhead(model: str) -> int:
-    import litellm
-
-    return int(litellm.token_counter(model=model, messages=[]))

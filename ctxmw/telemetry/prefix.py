@@ -21,6 +21,7 @@ from itertools import accumulate
 from typing import Any
 
 from ctxmw.messages.canonical import DigestCache, payload_digest, tools_digest
+from ctxmw.messages.form import layer_of, role_of
 from ctxmw.telemetry.counters import (
     LiteLLMCounter,
     TokenCounter,
@@ -278,16 +279,17 @@ def _layers(
     layers = prev.layers[: common + 1] if prev is not None else [(0, 0, 0)]
     last_user = prev.last_user[: common + 1] if prev is not None else [-1]
     for i in range(common, len(messages)):
-        role = messages[i].get("role") if isinstance(messages[i], Mapping) else None
         tokens = cumulative[i + 1] - cumulative[i]
         system, tool, rest = layers[-1]
-        if role in ("system", "developer"):
+        # The newest user message's tokens move from history to current in _layer_totals.
+        layer = layer_of(messages[i], current=False)
+        if layer == "system":
             layers.append((system + tokens, tool, rest))
-        elif role == "tool":
+        elif layer == "tool_results":
             layers.append((system, tool + tokens, rest))
         else:
             layers.append((system, tool, rest + tokens))
-        last_user.append(i if role == "user" else last_user[-1])
+        last_user.append(i if role_of(messages[i]) == "user" else last_user[-1])
     return layers, last_user
 
 

@@ -30,6 +30,7 @@ from typing import Any
 
 import anyio
 
+from ctxmw import _litellm
 from ctxmw.context.budget import Budget
 from ctxmw.context.tokens import input_window
 from ctxmw.messages.canonical import DigestCache, tools_digest
@@ -239,6 +240,7 @@ class CallRecorder:
             tools=prefix.tools_tokens,
             window=self.settings.context_window or input_window(model),
             output_reservation=self.settings.output_reservation,
+            overhead=prefix.prompt_tokens - prefix.tools_tokens - prefix.cumulative_tokens[-1],
             **prefix.layer_tokens,
         ).as_record()
 
@@ -270,36 +272,24 @@ def _read(response: object, stream: object | None) -> UsageReport:
 
 
 def _provider(model: str, kw: Mapping[str, Any]) -> str:
-    import litellm
-
-    try:
-        _, provider, _, _ = litellm.get_llm_provider(
-            model, custom_llm_provider=kw.get("custom_llm_provider"), api_base=kw.get("api_base")
-        )
-    except Exception:  # the call itself would have failed first; keep the record anyway
-        return ""
-    return str(provider)
+    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), kw.get("api_base"))
+    # None: the call itself would have failed first; keep the record anyway.
+    return routed[1] if routed is not None else ""
 
 
 def _cost(response: object, model: str, provider: str) -> float | None:
-    import litellm
-
     try:
         if isinstance(response, list | tuple):
             usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
             if usage is None:
                 return None
-            prompt, completion = litellm.cost_per_token(
-                model=model, custom_llm_provider=provider or None, usage_object=usage
+            prompt, completion = _litellm.cost_per_token(
+                model, provider=provider or None, usage=usage
             )
-            return float(prompt + completion)
+            return prompt + completion
         if response is None:
             return None
-        return float(
-            litellm.completion_cost(
-                completion_response=response, model=model, custom_llm_provider=provider or None
-            )
-        )
+        return _litellm.completion_cost(response, model, provider or None)
     except Exception:  # litellm cannot price this model: the ledger says null
         return None
 

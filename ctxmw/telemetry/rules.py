@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from functools import lru_cache
 
+from ctxmw import _litellm
 from ctxmw.settings import CACHE_RULES
 
 __all__ = [
@@ -148,13 +149,8 @@ def cache_minimum(rule: str, model: str, provider: str | None = None) -> int:
 
 @lru_cache(maxsize=256)
 def _litellm_minimum(model: str, provider: str | None) -> int | None:
-    import litellm
-
-    try:
-        info = litellm.get_model_info(model=model, custom_llm_provider=provider)
-    except Exception:  # not in litellm's map: the documented fallback applies
-        return None
-    value = info.get("prompt_cache_min_tokens")
+    # Not in litellm's map ({}): the documented fallback applies.
+    value = _litellm.model_info(model, provider).get("prompt_cache_min_tokens")
     return int(value) if isinstance(value, int | float) and value > 0 else None
 
 

@@ -25,6 +25,8 @@ from collections.abc import Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from ctxmw import _litellm
+
 __all__ = ["UsageReport", "read_stream_usage", "read_usage", "with_stream_usage"]
 
 _READ_EXTRAS = ("cache_read_input_tokens", "prompt_cache_hit_tokens")
@@ -118,18 +120,10 @@ def with_stream_usage(kwargs: MutableMapping[str, Any], model: str) -> MutableMa
 
 
 def _supports_stream_options(model: str, kwargs: Mapping[str, Any]) -> bool:
-    import litellm
-
-    try:
-        base, provider, _, _ = litellm.get_llm_provider(
-            model,
-            custom_llm_provider=kwargs.get("custom_llm_provider"),
-            api_base=kwargs.get("api_base"),
-        )
-        params = litellm.get_supported_openai_params(model=base, custom_llm_provider=provider)
-    except Exception:  # an unknown model: leave the call as the caller wrote it
+    routed = _litellm.llm_provider(model, kwargs.get("custom_llm_provider"), kwargs.get("api_base"))
+    if routed is None:  # an unknown model: leave the call as the caller wrote it
         return False
-    return "stream_options" in (params or ())
+    return "stream_options" in _litellm.supported_openai_params(*routed)
 
 
 def _usage_of(source: object) -> object | None:

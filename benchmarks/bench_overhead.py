@@ -1,0 +1,222 @@
+"""ctxmw's own time per call beside litellm's own client time, and a thousand sessions in one loop.
+
+Run: ``.venv/bin/python benchmarks/bench_overhead.py`` (``--quick`` for a smaller run).
+
+Part 1, per call at 100, 2,000 and 10,000 messages (a tool-agent transcript: one call, its
+result and a short note per round). For each size, in one run:
+
+* ``litellm``: ``litellm.acompletion(..., mock_response=...)`` on the prompt ctxmw sent, i.e.
+  litellm's own client-side work for that call (no network, no model);
+* ``stateless``: ``ctxmw.acompletion`` given the whole history on every call (the litellm habit,
+  what agent frameworks do), with a save_file, the default strategies and telemetry on, and a
+  completion function that returns at once;
+* ``session``: ``Session.ask`` on a session resumed from the same transcript.
+
+Each path is warmed with one call at the size (the first call indexes the history), then the
+median of the next calls is reported, each call adding one round. The ratios are ctxmw's time
+over litellm's time for the same call, measured side by side.
+
+Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event loop (default 1,000
+x 50): total time, the longest event-loop stall (a ticker task that sleeps 5 ms and records how
+late it woke), peak traced memory and memory per session beyond its transcript's own bytes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import gc
+import json
+import logging
+import statistics
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import ctxmw  # ctxmw first: it keeps litellm offline
+from ctxmw import testing
+
+MODEL = "openai/gpt-4o-mini"
+SIZES = (100, 2_000, 10_000)
+
+
+def round_of(k: int) -> list[dict[str, Any]]:
+    """One tool round: an assistant call, its result, a short assistant note."""
+    call = {
+        "id": f"call_{k}",
+        "type": "function",
+        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{k}.py"})},
+    }
+    body = "".join(f"line {i} of file {k}: some code here\n" for i in range(12))
+    return [
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": f"call_{k}", "content": body},
+        {"role": "assistant", "content": f"Read f{k}; moving on."},
+    ]
+
+
+def transcript(n: int) -> list[dict[str, Any]]:
+    messages: list[dict[str, Any]] = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Fix the failing test."},
+    ]
+    k = 0
+    while len(messages) < n:
+        messages += round_of(k)
+        k += 1
+    return messages[:n]
+
+
+class Instant:
+    """A completion function that answers at once and remembers the last prompt."""
+
+    def __init__(self) -> None:
+        self.last: list[Any] = []
+
+    async def __call__(self, model: str, messages: list[Any] | None = None, **kw: Any) -> Any:
+        self.last = list(messages or [])
+        return testing.text("ok", usage=testing.usage(100, 1))
+
+
+async def litellm_time(prompt: list[Any]) -> float:
+    import litellm
+
+    t0 = time.perf_counter()
+    await litellm.acompletion(model=MODEL, messages=prompt, mock_response="ok")
+    return time.perf_counter() - t0
+
+
+def _balanced(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Cut a trailing unanswered call so the history validates."""
+    while history and history[-1].get("tool_calls"):
+        history = history[:-1]
+    return history
+
+
+async def stateless(n: int, calls: int, folder: Path) -> tuple[float, float]:
+    fake = Instant()
+    history = _balanced(transcript(n))
+    save = folder / f"stateless-{n}.jsonl"
+    ours, theirs = [], []
+    for k in range(calls + 1):
+        history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": f"go {k}"}]
+        t0 = time.perf_counter()
+        await ctxmw.acompletion(MODEL, history, save_file=save, completion=fake)
+        elapsed = time.perf_counter() - t0
+        history = [*history, {"role": "assistant", "content": "ok"}]
+        if k:
+            ours.append(elapsed)
+            theirs.append(await litellm_time(fake.last))
+    return statistics.median(ours), statistics.median(theirs)
+
+
+async def session_path(n: int, calls: int, folder: Path) -> tuple[float, float]:
+    fake = Instant()
+    save = folder / f"session-{n}.jsonl"
+    lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)))
+    save.write_text(lines)
+    session = ctxmw.Session(MODEL, save_file=save, completion=fake)
+    ours, theirs = [], []
+    for k in range(calls + 1):
+        t0 = time.perf_counter()
+        await session.ask(f"go {k}")
+        elapsed = time.perf_counter() - t0
+        if k:
+            ours.append(elapsed)
+            theirs.append(await litellm_time(fake.last))
+    return statistics.median(ours), statistics.median(theirs)
+
+
+async def part1(calls: int) -> None:
+    print("per call (median of", calls, "warm calls)")
+    print(
+        f"{'messages':>9} {'path':>10} {'ctxmw':>10} {'litellm':>10} {'ctxmw/litellm':>14}",
+        flush=True,
+    )
+    with tempfile.TemporaryDirectory() as tmp:
+        for n in SIZES:
+            for name, path in (("stateless", stateless), ("session", session_path)):
+                ours, theirs = await path(n, calls, Path(tmp))
+                print(
+                    f"{n:>9} {name:>10} {ours * 1e3:>7.2f} ms {theirs * 1e3:>7.2f} ms "
+                    f"{ours / theirs:>13.2f}x",
+                    flush=True,
+                )
+
+
+async def ticker(stop: asyncio.Event, worst: list[float]) -> None:
+    while not stop.is_set():
+        t0 = time.perf_counter()
+        await asyncio.sleep(0.005)
+        worst[0] = max(worst[0], time.perf_counter() - t0 - 0.005)
+
+
+async def one_session(folder: Path, i: int, rounds: int, keep: list[Any]) -> None:
+    fake = Instant()
+    session = ctxmw.Session(MODEL, save_file=folder / f"s{i}.jsonl", completion=fake)
+    for r in range(rounds):
+        await session.ask(f"step {r}: " + "x" * 200)
+    keep.append(session)
+
+
+def transcript_bytes(sessions: list[Any]) -> int:
+    return sum(len(json.dumps(m)) for s in sessions for m in s.messages)
+
+
+async def part2(sessions: int, rounds: int, traced: bool) -> None:
+    stop, worst, keep = asyncio.Event(), [0.0], []
+    with tempfile.TemporaryDirectory() as tmp:
+        await one_session(Path(tmp), -1, 2, [])  # warm-up: imports, tokenizer tables
+        gc.collect()
+        if traced:
+            tracemalloc.start()
+        tick = asyncio.create_task(ticker(stop, worst))
+        t0 = time.perf_counter()
+        await asyncio.gather(*(one_session(Path(tmp), i, rounds, keep) for i in range(sessions)))
+        total = time.perf_counter() - t0
+        stop.set()
+        await tick
+        label = "traced" if traced else "untraced"
+        print(
+            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total, "
+            f"longest loop stall {worst[0] * 1e3:.1f} ms",
+            flush=True,
+        )
+        if traced:
+            gc.collect()
+            current, peak = tracemalloc.get_traced_memory()
+            tracemalloc.stop()
+            own = transcript_bytes(keep)
+            per = (current - own) / sessions
+            print(
+                f"  peak traced {peak / 2**20:.1f} MB, held {current / 2**20:.1f} MB, "
+                f"transcripts {own / 2**20:.1f} MB, per session beyond its transcript "
+                f"{per / 2**20:.3f} MB",
+                flush=True,
+            )
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
+    parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument("--sessions", type=int, default=1_000)
+    parser.add_argument("--rounds", type=int, default=50)
+    args = parser.parse_args()
+    logging.getLogger("ctxmw").setLevel(logging.WARNING)
+    if args.quick:
+        global SIZES
+        SIZES = (100, 2_000)
+        args.sessions, args.rounds, args.calls = 100, 10, 5
+    asyncio.run(part1(args.calls))
+    asyncio.run(part2(args.sessions, args.rounds, traced=False))
+    asyncio.run(part2(args.sessions, args.rounds, traced=True))
+
+
+if __name__ == "__main__":
+    main()

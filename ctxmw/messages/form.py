@@ -1,0 +1,84 @@
+"""Reading one message: its role, its tool calls and their names, its layer, its None-free form.
+
+Every module that needs one of these asks here, so a malformed message (a non-dict, a tool call
+without a ``function``, a name that is not a string) is read the same way everywhere: as
+missing, never as a crash.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+__all__ = [
+    "LAYERS",
+    "call_arguments",
+    "call_name",
+    "call_names",
+    "layer_of",
+    "role_of",
+    "tool_calls_of",
+    "without_none",
+]
+
+LAYERS = ("system", "history", "tool_results", "current")
+"""The layers of a prompt's messages, as ``ctxmw.budget`` and the telemetry count them."""
+
+
+def role_of(message: Any) -> Any:
+    """The message's ``role`` (None for anything that is not a mapping)."""
+    return message.get("role") if isinstance(message, Mapping) else None
+
+
+def tool_calls_of(message: Any) -> list[dict[str, Any]]:
+    """The tool calls (dicts) an assistant message asks for; [] when it has none."""
+    if role_of(message) != "assistant":
+        return []
+    calls = message.get("tool_calls")
+    return [c for c in calls if isinstance(c, dict)] if isinstance(calls, list) else []
+
+
+def call_name(tool_call: Any) -> str:
+    """The function name of one tool call ('' when missing or malformed)."""
+    fn = tool_call.get("function") if isinstance(tool_call, Mapping) else None
+    name = fn.get("name") if isinstance(fn, Mapping) else None
+    return name if isinstance(name, str) else ""
+
+
+def call_arguments(tool_call: Any) -> Any:
+    """The raw ``arguments`` of one tool call (JSON text as sent; None when missing)."""
+    fn = tool_call.get("function") if isinstance(tool_call, Mapping) else None
+    return fn.get("arguments") if isinstance(fn, Mapping) else None
+
+
+def call_names(message: Any) -> list[str]:
+    """The function name of every tool call of an assistant message, in order."""
+    return [call_name(tc) for tc in tool_calls_of(message)]
+
+
+def layer_of(message: Any, current: bool) -> str:
+    """The layer a message counts in: ``system``, ``tool_results``, ``current`` or ``history``.
+
+    Args:
+        message: one message of a prompt.
+        current: whether it is the newest user message of the prompt.
+    """
+    role = role_of(message)
+    if role in ("system", "developer"):
+        return "system"
+    if role == "tool":
+        return "tool_results"
+    return "current" if current else "history"
+
+
+def without_none(value: Any) -> Any:
+    """``value`` with every ``None`` dict value left out, recursively (lists keep their items).
+
+    ``None`` carries no information on the wire: a provider, litellm and a stored transcript
+    read ``{"content": None}`` and a missing ``content`` alike.
+    """
+    if isinstance(value, dict):
+        return {k: without_none(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [without_none(v) for v in value]
+    return value
