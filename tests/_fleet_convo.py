@@ -10,6 +10,7 @@ from __future__ import annotations
 import copy
 from typing import Any
 
+from ctxmw.messages.form import without_none
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry.recorder import CallRecorder
@@ -106,7 +107,7 @@ def _notes(notes: tuple[str, ...]) -> Any:
 
 def on_the_wire(prompts: list[Messages]) -> list[Messages]:
     """Prompts as litellm's OpenAI client sends them: keys whose value is None left out."""
-    return [[{k: v for k, v in m.items() if v is not None} for m in p] for p in prompts]
+    return [[without_none(m) for m in p] for p in prompts]
 
 
 def comparable(record: dict[str, Any]) -> dict[str, Any]:
