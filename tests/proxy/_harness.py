@@ -276,7 +276,8 @@ class Replica:
 
     def note(self, session: str, text: str) -> httpx.Response:
         """Post an inbox note."""
-        return httpx.post(f"{self.url}/ctxmw/inbox/{session}", json={"text": text}, headers=_auth())
+        url = f"{self.url}/ctxmw/inbox/{session}"
+        return httpx.post(url, json={"text": text}, headers=_auth(), timeout=120)
 
 
 def _auth() -> dict[str, str]:

@@ -83,18 +83,20 @@ def test_a_note_posted_once_is_delivered_once(fleet: Fleet) -> None:
     carrying = [p for p in prompts if {"role": "user", "content": "Focus on module 1 first."} in p]
     assert len(carrying) == 1
     assert prompts[0][-1]["content"] == "Focus on module 1 first."
-    listed = httpx.get(f"{a.url}/ctxmw/inbox/noted", headers=_auth()).json()
+    listed = httpx.get(f"{a.url}/ctxmw/inbox/noted", headers=_auth(), timeout=120).json()
     assert listed["pending"] == []
 
 
 def test_the_inbox_route_needs_the_admin_key(fleet: Fleet) -> None:
     a = fleet.replicas[0]
     for bad in ({"Authorization": "Bearer sk-not-a-key-of-this-proxy"}, {}):
-        refused = httpx.post(f"{a.url}/ctxmw/inbox/x", json={"text": "hi"}, headers=bad)
+        refused = httpx.post(
+            f"{a.url}/ctxmw/inbox/x", json={"text": "hi"}, headers=bad, timeout=120
+        )
         assert refused.status_code in (400, 401, 403), refused.text
-    listed = httpx.get(f"{a.url}/ctxmw/inbox/x", headers=_auth()).json()
+    listed = httpx.get(f"{a.url}/ctxmw/inbox/x", headers=_auth(), timeout=120).json()
     assert listed["pending"] == []
-    empty = httpx.post(f"{a.url}/ctxmw/inbox/x", json={"text": "  "}, headers=_auth())
+    empty = httpx.post(f"{a.url}/ctxmw/inbox/x", json={"text": "  "}, headers=_auth(), timeout=120)
     assert empty.status_code == 400
     assert "'text' must be a non-empty string" in empty.text
 
@@ -103,7 +105,10 @@ def test_abort_answers_the_next_request_with_400(fleet: Fleet) -> None:
     a, b = fleet.replicas
     run(fleet, "aborted", range(1), lambda i: a)
     stop = httpx.post(
-        f"{b.url}/ctxmw/abort/aborted", json={"reason": "Budget reached."}, headers=_auth()
+        f"{b.url}/ctxmw/abort/aborted",
+        json={"reason": "Budget reached."},
+        headers=_auth(),
+        timeout=120,
     )
     assert stop.status_code == 200
     answer = a.chat(history(1), "aborted")
@@ -114,7 +119,9 @@ def test_abort_answers_the_next_request_with_400(fleet: Fleet) -> None:
 def test_prometheus_counts_expected_beside_reported_cache_reads(fleet: Fleet) -> None:
     a, b = fleet.replicas
     run(fleet, "metered", range(4), lambda i: (a, b)[i % 2])
-    scraped = httpx.get(f"{a.url}/metrics/", follow_redirects=True).text
+    scraped = httpx.get(
+        f"{a.url}/metrics/", headers=_auth(), follow_redirects=True, timeout=120
+    ).text
     lines = fleet.ledger(a).read_text(encoding="utf-8").splitlines()
     served = [json.loads(line) for line in lines]
     wanted = {
@@ -165,7 +172,6 @@ def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
     for replica in fleet.replicas:
         log = replica.log()
         assert "Traceback" not in log, log[-4000:]
-        assert "ctxmw proxy conversation=" in log or "ctxmw" in log
 
 
 def test_a_killed_replica_loses_nothing_acknowledged(fleet: Fleet) -> None:
