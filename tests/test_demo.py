@@ -103,6 +103,7 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
     }
     assert set(rows) >= {
         "none",
+        "shorten_tools_economic",
         "shorten_tools",
         "shorten_tools_epoch",
         "shorten_tools_epoch_increment",
@@ -117,6 +118,7 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
         ctxmw.validate([json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()])
     assert (out / "cache.png").stat().st_size > 10_000
     check_replay_agrees(out, "shorten_tools_epoch_increment")
+    check_replay_agrees(out, "shorten_tools_economic")
 
 
 def check_replay_agrees(out: Path, name: str) -> None:

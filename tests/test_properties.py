@@ -1,8 +1,9 @@
 """Invariants of every built-in strategy and their compositions, over generated transcripts.
 
 (a) output validates whenever input validates; (b) the input list and its dicts are unchanged;
-(c) for the epoch strategies, within one epoch the prompt at a call point is, message by
-message, an exact prefix of the prompt at any later call point of the same epoch.
+(c) for the epoch strategies and the economic schedule, within one epoch the prompt at a call
+point is, message by message, an exact prefix of the prompt at any later call point of the same
+epoch.
 """
 
 from __future__ import annotations
@@ -45,7 +46,7 @@ SMALL = {
 QUIET = {"context_window": 10**9}
 CONFIGS = [{**SMALL, **QUIET}, QUIET]
 BUILTINS = [info.name for info in list_strategies()]
-EPOCH = ["shorten_tools_epoch", "shorten_tools_epoch_increment"]
+EPOCH = ["shorten_tools_epoch", "shorten_tools_epoch_increment", "shorten_tools_economic"]
 PROFILE = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 # Compositions are drawn, not enumerated: the registry grows, the run time must not.
 CHAINS = st.lists(st.sampled_from(BUILTINS), min_size=2, max_size=4)

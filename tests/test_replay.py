@@ -34,6 +34,7 @@ KEYS = {
     "retained_compacted",
     "cost",
     "cost_ratio_to_none",
+    "cost_ratio_to_optimal",
 }
 MODELS = {"auto", "breakpoints", "end_breakpoint"}
 # Small epochs and an early clearing trigger, so 40 calls cross many boundaries.
@@ -75,7 +76,13 @@ def test_json_has_the_documented_keys(cli_json: dict[str, Any]) -> None:
     assert cli_json["transcripts"] == ["synthetic:60:seed=0"]
     assert cli_json["calls"] == len(call_points(synthetic_transcript(60)))
     assert cli_json["window"] == 200_000
-    assert list(cli_json["strategies"]) == ["none", *LISTS, "clear_tool_results"]
+    # The default lists gained the default strategy (issue 12), second after the baseline.
+    assert list(cli_json["strategies"]) == [
+        "none",
+        "shorten_tools_economic",
+        *LISTS,
+        "clear_tool_results",
+    ]
     for entry in cli_json["strategies"].values():
         assert set(entry) >= KEYS
         assert set(entry["cost"]) == set(entry["cost_ratio_to_none"]) == MODELS

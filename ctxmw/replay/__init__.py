@@ -34,6 +34,7 @@ from ctxmw.replay.caching import (
 )
 from ctxmw.replay.figures import CallFigures, ReplayResult, Retention, StrategyFigures, retention
 from ctxmw.replay.load import load_transcript, synthetic_name
+from ctxmw.replay.optimal import Optimum, optimal_schedule
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
@@ -48,6 +49,7 @@ __all__ = [
     "DEFAULT_MODEL",
     "DEFAULT_STRATEGY_LISTS",
     "CallFigures",
+    "Optimum",
     "Prices",
     "ReplayResult",
     "Retention",
@@ -63,12 +65,15 @@ DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
 """Priced by litellm with input, cache-read and cache-write prices."""
 DEFAULT_STRATEGY_LISTS = (
     "none",
+    "shorten_tools_economic",
     "shorten_tools",
     "shorten_tools_epoch",
     "shorten_tools_epoch_increment",
     "clear_tool_results",
 )
 BASELINE = "none"
+DEFAULT_ALIAS = "default"
+"""The strategy list name that means the default list (``DEFAULT_STRATEGIES``)."""
 _MARK: list[NamedStrategy] = [("cache_breakpoints", cache_breakpoints)]
 
 
@@ -81,18 +86,22 @@ async def replay(
     counter: TokenCounter | None = None,
     settings: Settings | Mapping[str, Any] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    optimal: bool = True,
 ) -> ReplayResult:
     """Replay ``transcripts`` through each strategy list and measure every call point.
 
     Args:
         transcripts: message lists, or a mapping of names (paths) to message lists.
         strategy_lists: each a comma-separated string (``"shorten_tools_epoch,cache_breakpoints"``)
-            or a list of names; ``"none"`` (the baseline) is added when missing.
+            or a list of names; ``"none"`` (the baseline) is added when missing; ``"default"``
+            is the default strategy list (``shorten_tools_economic,inbox``).
         model: the litellm model whose prices (and tokenizer) are used for all caching models.
         window: the context window for ``over_window_calls``; default: the model's input window.
         counter: counts tokens; default litellm's ``token_counter`` (``ApproxCounter`` is fast).
         settings: strategy settings (a ``Settings`` or overrides); default: the environment.
         tools: the tool definitions the agent sent with every call (they lead every prompt).
+        optimal: also compute the cheapest boundary schedule of each transcript
+            (:mod:`ctxmw.replay.optimal`); ``cost_ratio_to_optimal`` is None without it.
 
     Raises:
         UsageError: an unknown strategy, an unpriced model, or no call point at all.
@@ -105,12 +114,13 @@ async def replay(
         )
     resolved = resolve_settings(settings)
     lists = _with_baseline([_spec_name(spec) for spec in strategy_lists])
-    chains = {name: resolve_strategies(name, resolved) for name in lists}
+    chains = {name: resolve_strategies(_alias(name), resolved) for name in lists}
     prices = model_prices(model)
     shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
     run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE)
+    optima = [run.optimum(messages) for messages in named.values()] if optimal else []
+    return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
 def call_points(messages: Sequence[Any]) -> list[int]:
@@ -135,10 +145,24 @@ class _Run:
         self, name: str, chain: list[NamedStrategy], transcripts: Mapping[str, Messages]
     ) -> StrategyFigures:
         calls: list[CallFigures] = []
-        kept = Retention()
+        kept: list[Retention] = []
         for t, messages in enumerate(transcripts.values()):
-            kept += await self._transcript(t, messages, chain, calls)
-        return StrategyFigures(name, calls, kept, self.window)
+            kept.append(await self._transcript(t, messages, chain, calls))
+        return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
+
+    def optimum(self, messages: Messages) -> Optimum:
+        """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
+        return optimal_schedule(
+            messages,
+            call_points(messages),
+            model=self.model,
+            prices=self.prices,
+            counter=self.counter,
+            settings=self.settings,
+            window=self.window,
+            minimum=breakpoint_minimum(self.model),
+            tools=self.tools,
+        )
 
     async def _transcript(
         self, t: int, messages: Messages, chain: list[NamedStrategy], out: list[CallFigures]
@@ -148,8 +172,9 @@ class _Run:
         minimum = breakpoint_minimum(self.model)
         previous = 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
+        memo: dict[str, Any] = {}  # one transcript is one session (offload keeps its store here)
         for point in call_points(messages):
-            ctx = StrategyContext(settings=self.settings, model=self.model)
+            ctx = StrategyContext(settings=self.settings, model=self.model, memo=memo)
             sent = messages[:point]
             prompt = await apply_strategies(sent, chain, ctx)
             # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.
@@ -208,6 +233,11 @@ def _spec_name(spec: str | Sequence[str]) -> str:
     if isinstance(spec, str):
         return spec.strip() or BASELINE
     return ",".join(spec) or BASELINE
+
+
+def _alias(name: str) -> str | None:
+    """``default`` means the default list: None resolves it (the setting, else the built-in)."""
+    return None if name == DEFAULT_ALIAS else name
 
 
 def _with_baseline(names: list[str]) -> list[str]:

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.replay.caching import CACHING_MODELS, Prices, Split
+from ctxmw.replay.optimal import Optimum
 
 __all__ = ["CallFigures", "ReplayResult", "Retention", "StrategyFigures", "retention"]
 
@@ -103,12 +104,20 @@ class StrategyFigures:
         calls: per call point, in transcript order.
         retention: tool results at each transcript's last call point (summed).
         window: the context window ``over_window_calls`` compares with.
+        retentions: the retention of each transcript, in order.
     """
 
     name: str
     calls: list[CallFigures] = field(repr=False)
     retention: Retention
     window: int
+    retentions: list[Retention] = field(default_factory=list, repr=False)
+
+    def only(self, transcript: int) -> StrategyFigures:
+        """The figures of one transcript (by index)."""
+        calls = [c for c in self.calls if c.transcript == transcript]
+        kept = self.retentions[transcript] if self.retentions else Retention()
+        return StrategyFigures(self.name, calls, kept, self.window, [kept])
 
     @property
     def prompt_tokens_total(self) -> int:
@@ -160,6 +169,7 @@ class ReplayResult:
         prices: the model and its prices.
         strategies: per strategy list as given; the baseline is always present.
         baseline: the key of the baseline (``none``).
+        optima: the cheapest boundary schedule of each transcript (:mod:`ctxmw.replay.optimal`).
     """
 
     transcripts: list[str]
@@ -168,12 +178,41 @@ class ReplayResult:
     prices: Prices
     strategies: dict[str, StrategyFigures]
     baseline: str
+    optima: list[Optimum] = field(default_factory=list)
+
+    @property
+    def optimal(self) -> Optimum | None:
+        """The optimum summed over every transcript (None when it was not computed)."""
+        if not self.optima:
+            return None
+        total = self.optima[0]
+        for more in self.optima[1:]:
+            total = total + more
+        return total
 
     def ratio_to_baseline(self, name: str) -> dict[str, float | None]:
         """Cost of one strategy list over the baseline's, per caching model."""
         base = self.strategies[self.baseline].cost
         mine = self.strategies[name].cost
         return {key: (mine[key] / base[key] if base[key] else None) for key in CACHING_MODELS}
+
+    def ratio_to_optimal(self, name: str) -> dict[str, float | None]:
+        """Cost of one strategy list over the optimum's, per caching model."""
+        best = self.optimal
+        mine = self.strategies[name].cost
+        if best is None:
+            return dict.fromkeys(CACHING_MODELS)
+        return {
+            key: (mine[key] / best.cost[key] if best.cost[key] else None) for key in CACHING_MODELS
+        }
+
+    def only(self, transcript: int) -> ReplayResult:
+        """The result restricted to one transcript (by index)."""
+        figures = {name: s.only(transcript) for name, s in self.strategies.items()}
+        calls = len(next(iter(figures.values())).calls)
+        optima = self.optima[transcript : transcript + 1]
+        name = self.transcripts[transcript]
+        return ReplayResult([name], calls, self.window, self.prices, figures, self.baseline, optima)
 
     def to_json(self) -> dict[str, Any]:
         """The stable machine-readable form (runtime spec, section 7), plus model and prices."""
@@ -189,6 +228,35 @@ class ReplayResult:
                 "source": dict(self.prices.source),
             },
             "strategies": {name: self._entry(name) for name in self.strategies},
+            "optimal": self._optimal_entry(),
+            "per_transcript": [
+                {"transcript": name, **self.only(i)._summary()}
+                for i, name in enumerate(self.transcripts)
+            ]
+            if len(self.transcripts) > 0
+            else [],
+        }
+
+    def _summary(self) -> dict[str, Any]:
+        return {
+            "calls": self.calls,
+            "strategies": {name: self._entry(name) for name in self.strategies},
+            "optimal": self._optimal_entry(),
+        }
+
+    def _optimal_entry(self) -> dict[str, Any] | None:
+        best = self.optimal
+        if best is None:
+            return None
+        return {
+            "cost": {key: round(value, 6) for key, value in best.cost.items()},
+            "moves": dict(best.moves),
+            "cost_ratio_to_none": {
+                key: round(value / base, 6)
+                if (base := self.strategies[self.baseline].cost[key])
+                else None
+                for key, value in best.cost.items()
+            },
         }
 
     def _entry(self, name: str) -> dict[str, Any]:
@@ -209,5 +277,9 @@ class ReplayResult:
             "cost_ratio_to_none": {
                 key: None if value is None else round(value, 6)
                 for key, value in self.ratio_to_baseline(name).items()
+            },
+            "cost_ratio_to_optimal": {
+                key: None if value is None else round(value, 6)
+                for key, value in self.ratio_to_optimal(name).items()
             },
         }

@@ -9,6 +9,7 @@ from typing import Any
 
 from ctxmw.replay.caching import CACHING_MODELS
 from ctxmw.replay.figures import ReplayResult, StrategyFigures
+from ctxmw.replay.optimal import Optimum
 from ctxmw.telemetry.plot import pyplot
 
 __all__ = ["format_table", "plot_replay"]
@@ -40,6 +41,8 @@ def format_table(result: ReplayResult) -> str:
         f"${p.cache_write * 1e6:.2f} ({p.source['cache_write']})"
     )
     rows = [list(_HEADERS)] + [_row(result, s) for s in result.strategies.values()]
+    if result.optimal is not None:
+        rows.append(_optimal_row(result, result.optimal))
     widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
     lines = [head, ""]
     for row in rows:
@@ -54,8 +57,8 @@ def format_table(result: ReplayResult) -> str:
 
 
 def _row(result: ReplayResult, s: StrategyFigures) -> list[str]:
-    ratios = result.ratio_to_baseline(s.name)
-    costs = [f"${s.cost[key]:,.2f} {_ratio(ratios[key])}" for key in CACHING_MODELS]
+    ratios, best = result.ratio_to_baseline(s.name), result.ratio_to_optimal(s.name)
+    costs = [f"${s.cost[key]:,.2f} {_ratio(ratios[key], best[key])}" for key in CACHING_MODELS]
     kept = s.retention
     return [
         s.name,
@@ -71,19 +74,46 @@ def _row(result: ReplayResult, s: StrategyFigures) -> list[str]:
     ]
 
 
-def _ratio(value: float | None) -> str:
-    return "(n/a)" if value is None else f"({value:.2f}x)"
+def _optimal_row(result: ReplayResult, best: Optimum) -> list[str]:
+    base = result.strategies[result.baseline].cost
+    costs = [
+        f"${best.cost[key]:,.2f} {_ratio(best.cost[key] / base[key] if base[key] else None, 1.0)}"
+        for key in CACHING_MODELS
+    ]
+    return [
+        "optimal (the limit)",
+        "",
+        f"{best.moves['auto']} moves",
+        "",
+        "",
+        "",
+        *costs,
+        "",
+        "",
+        "",
+    ]
+
+
+def _ratio(value: float | None, optimal: float | None = None) -> str:
+    if value is None:
+        return "(n/a)"
+    if optimal is None:
+        return f"({value:.2f}x)"
+    return f"({value:.2f}x, {optimal:.2f}x opt)"
 
 
 def _legend(results: int) -> str:
     return (
         "reuse: share of each previous prompt repeated as this prompt's prefix (token-weighted); "
         "breaks: calls whose previous prompt is not a prefix;\n>window: calls over the window; "
-        "cost (x none) per caching model: auto = OpenAI-style prefix caching, breakpoints = marks "
+        "cost (x none, x optimal) per caching model: auto = OpenAI-style prefix caching, "
+        "breakpoints = marks "
         "placed by cache_breakpoints,\nend_breakpoint = one mark at the end of every prompt; "
         f"full / compacted / cleared: of the {results} tool results, what the model still sees "
         "at the last call\n(full, shortened, only a placeholder; the rest were dropped). A cheap "
-        "strategy that keeps few results in full is also blind."
+        "strategy that keeps few results in full is also blind.\noptimal: the cheapest boundary "
+        "schedule of the default's tiers (exact for auto and end_breakpoint, a lower bound for "
+        "breakpoints; strategies with other tiers can beat it)."
     )
 
 

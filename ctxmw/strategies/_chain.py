@@ -35,7 +35,7 @@ async def prepare_prompt(
     Args:
         messages: the full-fidelity transcript (OpenAI-format dicts).
         prompt_strategies: ``None`` (the ``CTXMW_PROMPT_STRATEGIES`` setting, else
-            ``shorten_tools_epoch_increment,inbox``), ``"a,b"``, a callable, a list mixing names
+            ``shorten_tools_economic,inbox``), ``"a,b"``, a callable, a list mixing names
             and callables, or ``"none"``.
         save_file: the conversation's transcript path; strategies such as ``inbox`` use it.
         settings: a ``Settings`` or a mapping of overrides; unset keys come from the environment.

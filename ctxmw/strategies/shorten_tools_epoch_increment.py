@@ -1,4 +1,4 @@
-"""``shorten_tools_epoch_increment`` (the default): epochs that grow as the session grows.
+"""``shorten_tools_epoch_increment``: epochs that grow with the session (the old default).
 
 Longer sessions get longer epochs (fewer prefix breaks) and a wider compacted window; an epoch
 in which a call repeats grows too, since repeats suggest the model lost something it needed.
@@ -20,7 +20,7 @@ __all__ = ["increment_epoch_plan", "shorten_tools_epoch_increment"]
 
 @register_strategy("shorten_tools_epoch_increment")
 def shorten_tools_epoch_increment(messages: Messages, ctx: StrategyContext) -> Messages:
-    """Compact and drop old tool calls in growing epochs (default); cache-friendly and bounded."""
+    """Compact and drop old tool calls in growing epochs; cache-friendly and bounded."""
     index = index_tools(messages, ctx.memo, "shorten_tools_epoch_increment")
     plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
     if plan is None:

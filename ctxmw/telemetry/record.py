@@ -15,9 +15,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import aiofiles
 import anyio
 
+from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
+from ctxmw.telemetry.marks import CacheMark
 
 __all__ = ["CallHook", "CallRecord", "LedgerWriter", "deliver", "ledger_path", "log_record"]
 
@@ -46,8 +49,9 @@ class CallRecord:
         prefix_tokens_local: tokens of the common prefix with the session's previous call.
         expected_cached_tokens: the prefix passed through the caching rule.
         prompt_tokens: provider-reported prompt tokens (local count when not reported).
-        cache_read_tokens: provider-reported cache reads.
-        cache_write_tokens: provider-reported cache writes.
+        cache_read_tokens: provider-reported cache reads; None (``null``) when the provider
+            reported none: not reported is never 0.
+        cache_write_tokens: provider-reported cache writes; None when not reported.
         completion_tokens: provider-reported completion tokens.
         usage_estimated: the provider reported no usage; token figures are estimates.
         cost_usd: ``litellm.completion_cost`` (None when litellm cannot price the model).
@@ -56,6 +60,13 @@ class CallRecord:
         payload_digest: hex digest of the canonical payload (tools + messages).
         budget: tokens per layer of the payload against the model's input window, with
             utilisation and band (see :func:`ctxmw.budget`); None when not measured.
+        kind: ``"agent"`` for the agent's own calls, ``"summary"`` for a strategy's call
+            (``summarize``) made through the session.
+        cache_marks: the ``cache_control`` marks the payload carried, in order, as
+            ``{"index": i, "ttl": "5m" | "1h"}`` (``index`` -1 for the tools list); None when
+            the payload carried none.
+        prompt_cache_key: the ``prompt_cache_key`` the call sent (None when none was sent).
+        alerts: the alert rules this call made fire (see :mod:`ctxmw.telemetry.alerts`).
     """
 
     ts: str
@@ -74,8 +85,8 @@ class CallRecord:
     prefix_tokens_local: int
     expected_cached_tokens: int
     prompt_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
     completion_tokens: int
     usage_estimated: bool
     cost_usd: float | None
@@ -83,11 +94,17 @@ class CallRecord:
     bust: Bust | None
     payload_digest: str
     budget: dict[str, Any] | None = None
+    kind: str = "agent"
+    cache_marks: tuple[CacheMark, ...] | None = None
+    prompt_cache_key: str | None = None
+    alerts: tuple[Alert, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
         data = asdict(self)
         data["strategies"] = list(self.strategies)
+        data["cache_marks"] = None if self.cache_marks is None else list(self.cache_marks)
+        data["alerts"] = list(self.alerts)
         return data
 
     def to_json(self) -> str:
@@ -106,7 +123,8 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
 
 
 def log_record(logger: logging.Logger, record: CallRecord) -> None:
-    """One INFO line: reported against expected cache reads, and the bust if any."""
+    """One INFO line: reported against expected cache reads, and the bust if any; then one
+    WARNING line per alert the call fired (``ctxmw <rule> <message>``)."""
     bust = record.bust
     cause = ""
     if bust is not None:
@@ -116,19 +134,21 @@ def log_record(logger: logging.Logger, record: CallRecord) -> None:
         if bust["message_index"] is not None:
             cause += f"@{bust['message_index']}"
     logger.info(
-        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%d expected=%d "
+        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%s expected=%d "
         "prefix_local=%d rule=%s%s",
         record.session,
         record.round,
         record.model,
         record.prompt_tokens,
         "~" if record.usage_estimated else "",
-        record.cache_read_tokens,
+        "null" if record.cache_read_tokens is None else record.cache_read_tokens,
         record.expected_cached_tokens,
         record.prefix_tokens_local,
         record.cache_rule,
         cause,
     )
+    for alert in record.alerts:
+        logger.warning("ctxmw %s %s", alert["rule"], alert["message"])
 
 
 async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging.Logger) -> None:
@@ -145,7 +165,10 @@ async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging
 class LedgerWriter:
     """Appends records to one ledger file, one line each, serialised by a lock.
 
-    The file is created with owner-only permissions (like the transcript it sits beside).
+    The file is created with owner-only permissions whatever the umask (like the transcript it
+    sits beside). A torn last line (a writer killed mid-append) is ended with a newline before
+    the next record, so it stays one unreadable line that readers skip instead of swallowing
+    the record appended after it.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -153,15 +176,22 @@ class LedgerWriter:
         self._lock = anyio.Lock()
 
     async def write(self, record: CallRecord) -> None:
-        """Append one record (one worker-thread hop: open, append, close)."""
+        """Append one record: one ``write`` of the whole line, after a torn tail's newline."""
         data = (record.to_json() + "\n").encode()
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, data)
+            await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
+            async with aiofiles.open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:
+                size = await handle.seek(0, os.SEEK_END)
+                if size and await handle.seek(size - 1) >= 0 and await handle.read(1) != b"\n":
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[await handle.write(view) or 0 :]
 
-    def _append(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+
+def _owner_only(path: str, flags: int) -> int:
+    """``open``'s opener: a new file is ``0o600`` whatever the umask."""
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_size == 0:
+        os.fchmod(fd, 0o600)
+    return fd

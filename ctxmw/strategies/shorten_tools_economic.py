@@ -1,0 +1,299 @@
+"""``shorten_tools_economic`` (the default): move the compaction boundary only when it pays.
+
+The tiers are the epoch strategies' (counted back from the boundary: ``epoch_full_tool_calls``
+full, then ``epoch_compacted_tool_calls`` compacted, the rest dropped), but the boundary is not
+moved by counting calls. At every call point two prices are weighed, from litellm's prices
+under the session's caching rule:
+
+- the rent: the tokens a move would reclaim now, at the price of a cached token (what carrying
+  them costs on this call, and on every call until the boundary moves);
+- the purchase: rewriting the prompt after its head once, at the write price minus the read
+  price (what moving costs).
+
+The boundary moves to the newest call once the rent paid since the last move reaches the
+purchase (times ``economic_break_even``): the ski-rental break-even rule. It moves at once when
+the prompt would not fit the window, when nothing is cached anyway (the ``none`` rule, a prompt
+under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
+model than the previous call's): then the rewrite is free.
+
+Sizes are estimated from characters (four per token), which is all a decision needs; ``ctxmw
+replay`` measures the real tokens. Each past call point's decision depends only on the
+transcript before it, so decisions are re-derived at every call and a resumed or stateless
+conversation gets the same boundaries; cold-cache moves are remembered in the session's memo.
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_left
+from collections.abc import Collection, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from itertools import accumulate
+from typing import Any
+
+from ctxmw._litellm import llm_provider, model_info
+from ctxmw.context.tokens import input_window
+from ctxmw.messages.pairs import ToolIndex, index_tools
+from ctxmw.settings import Settings
+from ctxmw.strategies._epochs import EpochPlan, apply_plan
+from ctxmw.strategies._registry import register_strategy
+from ctxmw.telemetry.rules import cache_minimum, resolve_rule
+from ctxmw.types import Messages, StrategyContext
+
+__all__ = [
+    "DEFAULT_TTL",
+    "Economics",
+    "Sizes",
+    "boundary_plan",
+    "economic_moves",
+    "economics",
+    "shorten_tools_economic",
+]
+
+NAME = "shorten_tools_economic"
+CHARS_PER_TOKEN = 4
+UNPRICED_READ_SHARE = 0.1
+"""Read price as a share of the input price when litellm has none (the usual 90% discount)."""
+WRITE_PREMIUM = 1.25
+"""Breakpoint write price over the input price when litellm has none (Anthropic's 5 minutes)."""
+DEFAULT_TTL = {"breakpoints": 300.0, "openai": 300.0, "gemini": 300.0, "exact": math.inf}
+"""Seconds an unused cache lives, per caching rule (``cache_ttl`` overrides): Anthropic's and
+OpenAI's caches last five minutes of inactivity (OpenAI: 5-10, up to an hour off-peak); Gemini's
+implicit cache is taken as the same; self-hosted servers keep a prefix until it is evicted."""
+_PROVIDER_TTL = {"deepseek": 3600.0}  # DeepSeek: "a few hours to days"; one hour is the floor
+_MARKER = 48  # what the compacted form adds beside the kept characters ("[compacted: ...]")
+
+
+@dataclass(frozen=True, slots=True)
+class Economics:
+    """What one token costs under the session's caching rule, and the cache's limits.
+
+    Attributes:
+        rule: the concrete caching rule (``openai``, ``breakpoints``, ``gemini``, ``exact``,
+            ``none``).
+        input: USD per uncached prompt token (1.0 when litellm does not price the model: only
+            ratios matter).
+        read: USD per prompt token read from the cache.
+        write: USD per prompt token written to the cache (the input price unless the provider
+            charges a write premium).
+        minimum: the smallest prompt the provider caches, in tokens.
+        ttl: seconds an unused cache lives.
+        limit: the largest prompt the strategy may send (window minus the output reservation).
+    """
+
+    rule: str
+    input: float
+    read: float
+    write: float
+    minimum: int
+    ttl: float
+    limit: int
+
+    def caches(self, tokens: float) -> bool:
+        """Whether a prompt of ``tokens`` is cached at all."""
+        return self.rule != "none" and tokens >= self.minimum
+
+
+def economics(model: str | None, settings: Settings) -> Economics:
+    """The prices and limits one call of ``model`` works with (see the module docstring).
+
+    An unknown model (None) is taken to cache automatically at the usual discount, unless the
+    ``cache_rule`` setting names a rule.
+    """
+    provider = _provider(model)
+    if model:
+        rule = resolve_rule(settings.cache_rule, model, provider)
+    else:
+        rule = "exact" if settings.cache_rule == "auto" else settings.cache_rule
+    listed_input, listed_read, listed_write = _prices(model)
+    price = listed_input or 1.0
+    read = listed_read or price * UNPRICED_READ_SHARE
+    write = price
+    if rule == "breakpoints":
+        write = listed_write or price * WRITE_PREMIUM
+    if rule == "none":
+        read = write = price
+    ttl = settings.cache_ttl or _PROVIDER_TTL.get(provider or "", DEFAULT_TTL.get(rule, math.inf))
+    window = settings.context_window or input_window(model)
+    minimum = cache_minimum(rule, model or "", provider)
+    return Economics(rule, price, read, write, minimum, ttl, window - settings.output_reservation)
+
+
+def _provider(model: str | None) -> str | None:
+    if not model:
+        return None
+    routed = llm_provider(model)
+    if routed is not None:
+        return routed[1]
+    return model.split("/", 1)[0] if "/" in model else None
+
+
+@lru_cache(maxsize=256)
+def _prices(model: str | None) -> tuple[float | None, float | None, float | None]:
+    """Input, cache-read and cache-write prices from litellm's map (None where it has none)."""
+    info = model_info(model) if model else {}
+    keys = (
+        "input_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    )
+    return _price(info, keys[0]), _price(info, keys[1]), _price(info, keys[2])
+
+
+def _price(info: dict[str, Any], key: str) -> float | None:
+    value = info.get(key)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
+
+
+@dataclass(frozen=True, slots=True)
+class Sizes:
+    """Estimated tokens of a transcript, so any call point's prompt under any boundary is O(1).
+
+    Attributes:
+        results_at: message index of each completed call's result, by forward number - 1.
+        other: ``other[i]`` = tokens of what messages ``[:i]`` always show (roles, texts).
+        full: ``full[f]`` = tokens of calls ``1..f`` shown full (arguments and result).
+        compacted: ``compacted[f]`` = tokens of calls ``1..f`` shown compacted.
+        head: tokens before the first tool group (system prompt, task): never rewritten.
+    """
+
+    results_at: list[int]
+    other: list[float]
+    full: list[float]
+    compacted: list[float]
+    head: float
+
+    def calls_before(self, point: int) -> int:
+        """Completed calls whose result lies before message ``point``."""
+        return bisect_left(self.results_at, point)
+
+    def prompt(self, point: int, boundary: int, settings: Settings) -> float:
+        """Tokens of the prompt at ``point`` (``messages[:point]``) with the boundary there."""
+        n = self.calls_before(point)
+        mid = min(max(boundary - settings.epoch_full_tool_calls, 0), n)
+        low = max(mid - settings.epoch_compacted_tool_calls, 0)
+        shown = self.full[n] - self.full[mid] + self.compacted[mid] - self.compacted[low]
+        return self.other[point] + shown
+
+
+def measure(messages: Sequence[Any], index: ToolIndex, settings: Settings) -> Sizes:
+    """The :class:`Sizes` of ``messages`` (characters / 4)."""
+    other = [0.0] * len(messages)
+    full = [0.0] * len(index.calls)
+    compacted = [0.0] * len(index.calls)
+    out_cap, arg_cap = (
+        settings.short_output_length + _MARKER,
+        settings.short_string_length + _MARKER,
+    )
+    for i, msg in enumerate(messages):
+        other[i] = 4 + _chars(msg.get("content") if msg.get("role") != "tool" else None)
+        f = index.result_of.get(i)
+        if f is not None:
+            size = _chars(msg.get("content"))
+            full[f - 1] += size
+            compacted[f - 1] += min(size, out_cap)
+        for tc, f in zip(msg.get("tool_calls") or (), index.groups.get(i, ()), strict=False):
+            if f is not None and isinstance(tc, dict):
+                size = len(str((tc.get("function") or {}).get("arguments") or ""))
+                full[f - 1] += size
+                compacted[f - 1] += min(size, arg_cap)
+    first = min(index.groups, default=len(messages))
+    cum_other = [c / CHARS_PER_TOKEN for c in accumulate(other, initial=0.0)]
+    return Sizes(
+        [call.result_index for call in index.calls],
+        cum_other,
+        [c / CHARS_PER_TOKEN for c in accumulate(full, initial=0.0)],
+        [c / CHARS_PER_TOKEN for c in accumulate(compacted, initial=0.0)],
+        cum_other[first],
+    )
+
+
+def _chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(str(p.get("text") or "")) if isinstance(p, dict) else 0 for p in content)
+    return 0
+
+
+def economic_moves(
+    sizes: Sizes,
+    points: Sequence[int],
+    econ: Economics,
+    settings: Settings,
+    cold: Collection[int] = (),
+) -> list[tuple[int, int]]:
+    """Where the boundary moves: ``(call point, boundary)`` pairs, in order.
+
+    Args:
+        sizes: the transcript's estimated sizes.
+        points: call points (message counts sent), ascending.
+        econ: the prices and limits.
+        settings: the tiers and the break-even factor.
+        cold: call points whose cache is cold (the move there is free).
+    """
+    boundary, rent, moves = 0, 0.0, []
+    for point in points:
+        n = sizes.calls_before(point)
+        stay = sizes.prompt(point, boundary, settings)
+        moved = sizes.prompt(point, n, settings)
+        if moved >= stay:
+            continue
+        # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
+        rent += (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
+        purchase = max(moved - sizes.head, 0.0) * (econ.write - econ.read)
+        forced = stay > econ.limit or point in cold or not econ.caches(stay)
+        if forced or rent >= settings.economic_break_even * purchase:
+            boundary, rent = n, 0.0
+            moves.append((point, n))
+    return moves
+
+
+def boundary_plan(
+    n: int, boundary: int, previous: int, moves: int, settings: Settings
+) -> EpochPlan:
+    """The epoch plan for ``n`` completed calls with the boundary after call ``boundary``."""
+    keep_full = (n - boundary) + settings.epoch_full_tool_calls
+    truncate_to = keep_full + settings.epoch_compacted_tool_calls
+    return EpochPlan(moves - 1, boundary, boundary - previous, keep_full, truncate_to)
+
+
+@register_strategy(NAME)
+def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages:
+    """Compact and drop old tool calls, moving the boundary only when it pays (default)."""
+    index = index_tools(messages, ctx.memo, NAME)
+    s = ctx.settings
+    if not index.calls or (s.epoch_full_tool_calls == 0 and s.epoch_compacted_tool_calls == 0):
+        return messages
+    econ = economics(ctx.model, s)
+    cold = _cold_points(messages, ctx, econ)
+    points = [*_call_points(messages), len(messages)]
+    moves = economic_moves(measure(messages, index, s), points, econ, s, cold)
+    if not moves:
+        return messages
+    previous = moves[-2][1] if len(moves) > 1 else 0
+    plan = boundary_plan(len(index.calls), moves[-1][1], previous, len(moves), s)
+    out = apply_plan(messages, index, plan, ctx, NAME)
+    ctx.stats[NAME].update(rule=econ.rule, moves=len(moves), cold=len(messages) in cold)
+    return out
+
+
+def _call_points(messages: Sequence[Any]) -> list[int]:
+    return [i for i, m in enumerate(messages) if i > 0 and m.get("role") == "assistant"]
+
+
+def _cold_points(messages: Messages, ctx: StrategyContext, econ: Economics) -> set[int]:
+    """Call points whose cache was cold, kept in the session's memo; this call's is checked."""
+    if ctx.memo is None:
+        return set()
+    state: dict[str, Any] = ctx.memo.setdefault(f"{NAME}:cache", {"cold": set(), "last": None})
+    cold: set[int] = state["cold"]
+    last = state["last"]
+    if last is not None and ctx.now is not None:
+        when, model = last
+        if model != ctx.model or ctx.now - when > econ.ttl:
+            cold.add(len(messages))
+    if ctx.now is not None:
+        state["last"] = (ctx.now, ctx.model)
+    return cold

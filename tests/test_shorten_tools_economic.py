@@ -1,0 +1,190 @@
+"""shorten_tools_economic: the boundary moves when the rent reaches the rewrite, never over the
+window, for free on a cold cache, and the prompt is byte-stable in between."""
+
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import anyio
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ctxmw import Session, Settings, validate
+from ctxmw.messages.pairs import index_tools
+from ctxmw.strategies.shorten_tools_economic import (
+    NAME,
+    economic_moves,
+    economics,
+    measure,
+    shorten_tools_economic,
+)
+from ctxmw.testing import FakeCompletion, text
+from ctxmw.types import Messages, StrategyContext
+from tests.transcripts import adjacent_calls, call_points, transcripts
+
+SONNET = "anthropic/claude-sonnet-4-5"
+SMALL = {"epoch_full_tool_calls": 2, "epoch_compacted_tool_calls": 3, "short_output_length": 60}
+
+
+def points(messages: Messages) -> list[int]:
+    return sorted({*call_points(messages), len(messages)})
+
+
+def moves_of(messages: Messages, model: str | None, **overrides: Any) -> list[tuple[int, int]]:
+    s = Settings(**overrides)
+    sizes = measure(messages, index_tools(messages), s)
+    return economic_moves(sizes, points(messages), economics(model, s), s)
+
+
+def prompt_at(
+    messages: Messages, model: str | None = SONNET, **kw: Any
+) -> tuple[Messages, StrategyContext]:
+    ctx = StrategyContext(settings=Settings(**kw.pop("overrides", {})), model=model, **kw)
+    return shorten_tools_economic(messages, ctx), ctx
+
+
+def test_prices_and_rule_come_from_litellm() -> None:
+    econ = economics(SONNET, Settings())
+    assert (econ.rule, econ.input, econ.read, econ.write) == ("breakpoints", 3e-6, 3e-7, 3.75e-6)
+    assert (econ.ttl, econ.limit, econ.minimum) == (300.0, 200_000 - 4096, 1024)
+    gpt = economics("gpt-4o", Settings())
+    assert (gpt.rule, gpt.write) == ("openai", gpt.input)  # no write premium
+
+
+def test_unpriced_model_uses_the_documented_fallback() -> None:
+    econ = economics("hosted_vllm/my-model", Settings())
+    assert (econ.rule, econ.input, econ.read, econ.write, econ.ttl) == (
+        "exact",
+        1.0,
+        0.1,
+        1.0,
+        math.inf,
+    )
+
+
+def test_cache_ttl_setting_overrides_the_provider() -> None:
+    assert economics(SONNET, Settings(cache_ttl=3600)).ttl == 3600
+
+
+def test_short_session_is_sent_unchanged() -> None:
+    source = adjacent_calls(60)
+    prompt, _ = prompt_at(source)
+    assert prompt == source  # the rewrite never paid back: nothing moved
+
+
+def test_without_a_cache_every_call_that_reclaims_moves() -> None:
+    source = adjacent_calls(30)
+    moves = moves_of(source, SONNET, cache_rule="none", **SMALL)
+    reclaiming = [p for p in points(source) if index_tools(source[:p]).calls[2:]]
+    assert [p for p, _ in moves] == reclaiming
+
+
+def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
+    source = adjacent_calls(400)
+    s = Settings()
+    sizes = measure(source, index_tools(source), s)
+    econ = economics(SONNET, s)
+    moves = economic_moves(sizes, points(source), econ, s)
+    assert len(moves) >= 3
+    boundary, rent, at = 0, 0.0, dict(moves)
+    for p in points(source):
+        n = sizes.calls_before(p)
+        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
+        if moved >= stay:
+            assert p not in at
+            continue
+        rent += (stay - moved) * econ.read
+        purchase = (moved - sizes.head) * (econ.write - econ.read)
+        assert (p in at) == (rent >= s.economic_break_even * purchase), p
+        if p in at:
+            boundary, rent = at[p], 0.0
+
+
+def test_a_long_session_is_compacted_and_stays_valid() -> None:
+    source = adjacent_calls(400)
+    prompt, ctx = prompt_at(source)
+    validate(prompt)
+    assert len(json.dumps(prompt)) < len(json.dumps(source)) / 3
+    assert ctx.stats[NAME]["rule"] == "breakpoints"
+    assert ctx.stats[NAME]["moves"] >= 3
+
+
+def test_never_over_the_window_while_the_tiers_fit() -> None:
+    source = adjacent_calls(200)
+    s = Settings(context_window=30_000)
+    sizes = measure(source, index_tools(source), s)
+    econ = economics(SONNET, s)
+    moves = economic_moves(sizes, points(source), econ, s)
+    boundary, at = 0, dict(moves)
+    for p in points(source):
+        boundary = at.get(p, boundary)
+        assert sizes.prompt(p, boundary, s) <= econ.limit
+    # Without the window it would have waited longer: the window forced a move.
+    assert [p for p, _ in moves] != [p for p, _ in moves_of(source, SONNET)]
+
+
+def test_a_cold_cache_takes_the_pending_compaction() -> None:
+    source = adjacent_calls(60)
+    memo: dict[str, Any] = {}
+    first, _ = prompt_at(source[:-4], memo=memo, now=0.0)
+    assert first == source[:-4]
+    warm, _ = prompt_at(source[:-2], memo=dict(memo), now=10.0)
+    assert warm == source[:-2]  # under the TTL: no move
+    cold, ctx = prompt_at(source[:-2], memo=memo, now=1000.0)  # idle 1,000 s > 300 s
+    assert ctx.stats[NAME]["cold"]
+    assert len(json.dumps(cold)) < len(json.dumps(source[:-2]))
+    # Remembered: the next (warm) call extends the cold call's prompt byte for byte.
+    after, _ = prompt_at(source, memo=memo, now=1010.0)
+    assert after[: len(cold)] == cold
+
+
+def test_a_model_switch_is_a_cold_cache() -> None:
+    source = adjacent_calls(60)
+    memo: dict[str, Any] = {}
+    prompt_at(source[:-2], memo=memo, now=0.0)
+    switched, ctx = prompt_at(source, model="gpt-4o", memo=memo, now=1.0)
+    assert ctx.stats[NAME]["cold"]
+    assert switched != source
+
+
+def test_a_session_passes_its_clock_to_the_strategies() -> None:
+    seen: list[float | None] = []
+
+    def spy(messages: Messages, ctx: StrategyContext) -> Messages:
+        seen.append(ctx.now)
+        return messages
+
+    session = Session(
+        "gpt-4o", prompt_strategies=[spy], completion=FakeCompletion(text("hi")), clock=lambda: 42.0
+    )
+    anyio.run(session.ask, "hello")
+    assert seen == [42.0]
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=transcripts(max_turns=60), gaps=st.lists(st.booleans(), max_size=80))
+def test_byte_stable_between_moves_with_cold_gaps(messages: Messages, gaps: list[bool]) -> None:
+    memo: dict[str, Any] = {}
+    now, previous, previous_moves = 0.0, None, None
+    for i, point in enumerate(call_points(messages)):
+        now += 1000.0 if i < len(gaps) and gaps[i] else 1.0
+        prompt, ctx = prompt_at(messages[:point], memo=memo, now=now, overrides=SMALL)
+        validate(prompt)
+        moves = ctx.stats.get(NAME, {}).get("moves", 0)
+        if previous is not None and moves == previous_moves:
+            assert prompt[: len(previous)] == previous
+        previous, previous_moves = prompt, moves
+
+
+def test_bad_economic_settings_name_the_variable(monkeypatch: Any) -> None:
+    import pytest
+
+    from ctxmw import SettingsError
+
+    with pytest.raises(SettingsError, match="economic_break_even"):
+        Settings(economic_break_even=0)
+    monkeypatch.setenv("CTXMW_CACHE_TTL", "-5")
+    with pytest.raises(SettingsError, match="CTXMW_CACHE_TTL"):
+        Settings()
