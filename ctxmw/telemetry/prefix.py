@@ -189,6 +189,45 @@ class PrefixTracker:
         self._digests.rotate()
         return result
 
+    def export(self) -> dict[str, Any] | None:
+        """The previous payload's snapshot as JSON-ready data (None before the first call).
+
+        With :meth:`restore`, another process measures the next call exactly as this one would
+        (``ctxmw.state`` carries it between the replicas of a fleet). Token counts memoised for
+        other messages are not exported: they are recounted where needed.
+        """
+        prev = self._previous
+        if prev is None:
+            return None
+        return {
+            "messages": [dict(m) for m in prev.messages],
+            "digests": [d.hex() for d in prev.digests],
+            "cumulative": prev.cumulative,
+            "layers": [list(layer) for layer in prev.layers],
+            "last_user": prev.last_user,
+            "tools": prev.tools.hex(),
+            "tools_tokens": prev.tools_tokens,
+            "tools_marked": prev.tools_marked,
+            "marked": sorted(prev.marked),
+        }
+
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        """Take ``data`` (from :meth:`export`) as the previous payload."""
+        if data is None:
+            self._previous = None
+            return
+        self._previous = _Snapshot(
+            list(data["messages"]),
+            [bytes.fromhex(d) for d in data["digests"]],
+            [int(n) for n in data["cumulative"]],
+            [(int(a), int(b), int(c)) for a, b, c in data["layers"]],
+            [int(i) for i in data["last_user"]],
+            bytes.fromhex(data["tools"]),
+            int(data["tools_tokens"]),
+            bool(data["tools_marked"]),
+            frozenset(int(i) for i in data["marked"]),
+        )
+
     def _result(
         self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool
     ) -> PrefixResult:

@@ -36,7 +36,13 @@ from ctxmw.context.tokens import input_window
 from ctxmw.messages.canonical import DigestCache, tools_digest
 from ctxmw.settings import Settings
 from ctxmw.telemetry.alerts import AlertRules, AlertState
-from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
+from ctxmw.telemetry.bust import (
+    CallShape,
+    attribute_bust,
+    call_shape,
+    shape_from_json,
+    shape_to_json,
+)
 from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.marks import payload_marks
@@ -173,6 +179,26 @@ class CallRecorder:
         if self.ledger is not None:
             await self.ledger.write(record)
         return record
+
+    def export_state(self) -> dict[str, Any]:
+        """What the next call's measurement depends on, as JSON-ready data.
+
+        A recorder built elsewhere (another replica of a fleet) and given this through
+        :meth:`restore_state` records the next call exactly as this one would.
+        """
+        shape = self._shape
+        return {
+            "prefix": self._tracker.export(),
+            "shape": None if shape is None else shape_to_json(shape),
+            "seen": self._seen,
+        }
+
+    def restore_state(self, data: Mapping[str, Any]) -> None:
+        """Continue from :meth:`export_state`'s data."""
+        self._tracker.restore(data.get("prefix"))
+        shape = data.get("shape")
+        self._shape = None if shape is None else shape_from_json(shape)
+        self._seen = int(data.get("seen", 0))
 
     async def _build(
         self,

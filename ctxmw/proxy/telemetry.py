@@ -1,0 +1,88 @@
+"""The telemetry of a fleet: one recorder per conversation, its state shared through ``State``.
+
+After each successful request the conversation's recorder state (the previous payload, as
+:meth:`~ctxmw.telemetry.recorder.CallRecorder.export_state` gives it) is written to the state
+with a fresh version; the next request, on any replica, measures against it. A replica that
+served the previous request too keeps its recorder in memory and only reads the version (a
+few bytes); another replica reads the whole state once and continues from it. Records are thus
+the ones a single process would write.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections import OrderedDict
+from typing import Any
+
+from ctxmw.proxy._pending import Pending
+from ctxmw.settings import Settings
+from ctxmw.state import State, key
+from ctxmw.telemetry.record import CallRecord
+from ctxmw.telemetry.recorder import CallRecorder
+
+__all__ = ["FleetRecorders"]
+
+_quiet = logging.getLogger("ctxmw.proxy.recorder")
+_quiet.propagate = False  # the proxy logs the record itself, once, with its conversation
+
+
+class FleetRecorders:
+    """Recorders of the conversations this replica served recently (see the module docstring).
+
+    Args:
+        state: the shared state.
+        max_local: conversations whose recorder stays in memory (least recent go first).
+        ttl_s: time to live of a conversation's telemetry state.
+    """
+
+    def __init__(self, state: State, max_local: int = 4096, ttl_s: int = 7 * 24 * 3600) -> None:
+        self.state = state
+        self._local: OrderedDict[str, tuple[str, int, CallRecorder]] = OrderedDict()
+        self._max = max_local
+        self._ttl = ttl_s
+
+    async def record(self, pending: Pending, response: object) -> CallRecord:
+        """Measure one finished request against the conversation's previous one, and save."""
+        conversation = pending.identity.conversation
+        recorder, round_ = await self._recorder(conversation, pending.settings)
+        wire = pending.wire
+        record = await recorder.record(
+            model=str(wire.get("model", "")),
+            wire_kwargs=wire,
+            transcript=pending.transcript,
+            trace=pending.trace,
+            stats=pending.stats,
+            response=response,
+            latency_s=time.perf_counter() - pending.started if pending.started else 0.0,
+            round=round_,
+        )
+        await self._save(conversation, recorder, round_ + 1)
+        return record
+
+    async def _recorder(self, conversation: str, settings: Settings) -> tuple[CallRecorder, int]:
+        version = await self.state.get(key(conversation, "telemetry_version"))
+        local = self._local.pop(conversation, None)
+        if local is not None and local[0] == version:
+            _, round_, recorder = local
+            recorder.settings = settings
+            return recorder, round_
+        recorder = CallRecorder(conversation, settings=settings, logger=_quiet)
+        raw = await self.state.get(key(conversation, "telemetry")) if version else None
+        if raw is None:
+            return recorder, 0
+        data: dict[str, Any] = json.loads(raw)
+        recorder.restore_state(data["recorder"])
+        return recorder, int(data["round"])
+
+    async def _save(self, conversation: str, recorder: CallRecorder, round_: int) -> None:
+        version = uuid.uuid4().hex
+        blob = json.dumps({"round": round_, "recorder": recorder.export_state()})
+        # The blob first: a reader that sees the new version always finds its blob.
+        await self.state.set(key(conversation, "telemetry"), blob, self._ttl)
+        await self.state.set(key(conversation, "telemetry_version"), version, self._ttl)
+        self._local[conversation] = (version, round_, recorder)
+        while len(self._local) > self._max:
+            self._local.popitem(last=False)

@@ -1,0 +1,67 @@
+"""The ``ctxmw:`` section of a proxy config file, and the proxy's own Redis settings."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ctxmw.errors import SettingsError
+from ctxmw.proxy import config_from_mapping, load_config
+from ctxmw.proxy.config import proxy_redis_url
+
+
+def test_a_file_without_a_section_gives_the_defaults(tmp_path: Path) -> None:
+    path = tmp_path / "config.yaml"
+    path.write_text("model_list: []\n")
+    config = load_config(path)
+    assert config.state == "memory"
+    assert config.options("agent") == {}
+
+
+def test_state_redis_uses_the_router_settings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("MY_REDIS_PORT", "6390")
+    raw = {
+        "router_settings": {"redis_host": "127.0.0.1", "redis_port": "os.environ/MY_REDIS_PORT"},
+        "ctxmw": {"state": "redis"},
+    }
+    assert config_from_mapping(raw).state == "redis://127.0.0.1:6390/0"
+
+
+def test_state_redis_falls_back_to_cache_params_then_env(monkeypatch: pytest.MonkeyPatch) -> None:
+    cache = {"litellm_settings": {"cache_params": {"type": "redis", "host": "h", "password": "p"}}}
+    assert proxy_redis_url(cache) == "redis://:p@h:6379/0"
+    monkeypatch.setenv("REDIS_HOST", "r")
+    monkeypatch.setenv("REDIS_PORT", "7000")
+    assert proxy_redis_url({}) == "redis://r:7000/0"
+
+
+def test_state_redis_without_any_redis_says_where_to_set_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    for name in ("REDIS_URL", "REDIS_HOST"):
+        monkeypatch.delenv(name, raising=False)
+    with pytest.raises(SettingsError, match=r"router_settings\.redis_host"):
+        config_from_mapping({"ctxmw": {"state": "redis"}})
+
+
+def test_an_unknown_key_is_named_with_what_is_allowed() -> None:
+    with pytest.raises(SettingsError, match=r"\['epoch_size'\].*Move ctxmw settings under"):
+        config_from_mapping({"ctxmw": {"epoch_size": 3}})
+
+
+def test_invalid_settings_fail_when_the_config_loads() -> None:
+    with pytest.raises(SettingsError, match="epoch_size"):
+        config_from_mapping({"ctxmw": {"settings": {"epoch_size": "many"}}})
+    with pytest.raises(SettingsError, match=r"ctxmw options for 'agent'.*epoch_size"):
+        config_from_mapping({"ctxmw": {"models": {"agent": {"epoch_size": "many"}}}})
+
+
+def test_a_section_that_is_not_a_mapping_is_refused() -> None:
+    with pytest.raises(SettingsError, match=r"must be a mapping.*got 'fast'"):
+        config_from_mapping({"ctxmw": {"settings": "fast"}})
+
+
+def test_the_ledger_path_names_the_replica() -> None:
+    config = config_from_mapping({"ctxmw": {"ledger": "/logs/{replica}.jsonl", "replica": "r1"}})
+    assert str(config.ledger_path()) == "/logs/r1.jsonl"
