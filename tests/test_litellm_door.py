@@ -13,6 +13,10 @@ from ctxmw.replay.caching import Split, model_prices
 
 PACKAGE = Path(ctxmw.__file__).parent
 DOOR = PACKAGE / "_litellm.py"
+# The LiteLLM Proxy hook is a plugin of litellm's proxy server: it subclasses litellm's
+# CustomLogger and mounts a route behind the proxy's own auth, inside litellm's process. It asks
+# litellm nothing the door answers (model info, provider, tokens, prices) and may import it.
+PLUGINS = PACKAGE / "proxy"
 
 
 def _imports_litellm(tree: ast.AST) -> list[int]:
@@ -33,7 +37,9 @@ def test_only_the_door_imports_litellm() -> None:
     offenders = {
         str(path.relative_to(PACKAGE)): lines
         for path in sorted(PACKAGE.rglob("*.py"))
-        if path != DOOR and (lines := _imports_litellm(ast.parse(path.read_text())))
+        if path != DOOR
+        and PLUGINS not in path.parents
+        and (lines := _imports_litellm(ast.parse(path.read_text())))
     }
     assert offenders == {}, f"import litellm through ctxmw._litellm, not in {offenders}"
     assert _imports_litellm(ast.parse(DOOR.read_text()))
