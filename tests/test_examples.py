@@ -10,6 +10,11 @@ import pytest
 
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.py"))
 PROMISES = {
+    "inbox_never_lost.py": [
+        "Notes back in the inbox: 1",
+        "The retried call's last message: Also check the nightly logs.",
+        "Delivered notes on record: 1",
+    ],
     "tool_agent.py": [
         "Model calls: 3",
         "I reordered 24",

@@ -21,6 +21,7 @@ PUBLIC = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "SaveFileWriteError",
     "Segment",
     "Session",
     "Settings",
@@ -67,6 +68,7 @@ def test_error_tree() -> None:
         ctxmw.StrategyError,
         ctxmw.MaxRoundsExceeded,
         ctxmw.SaveFileBusy,
+        ctxmw.SaveFileWriteError,
         ctxmw.CompactionLossError,
     ]
     assert all(issubclass(e, ctxmw.UsageError) for e in usage)

@@ -89,9 +89,15 @@ def test_a_custom_text_counter_keeps_litellms_framing() -> None:
     assert chars.message_tokens(MODEL, message) == 3 + len("tool") + len("c1") + 400
 
 
-def test_a_plain_function_is_not_a_counter() -> None:
+def test_a_plain_function_counts_text_inside_litellm_framing() -> None:
+    wrapped = ctxmw.budget(PROMPT, MODEL, counter=len)  # type: ignore[arg-type]
+    explicit = ctxmw.budget(PROMPT, MODEL, counter=LiteLLMCounter(text_tokens=len))
+    assert wrapped.total == explicit.total
+
+
+def test_a_counter_that_is_neither_protocol_nor_callable_is_refused() -> None:
     with pytest.raises(ctxmw.UsageError, match=r"LiteLLMCounter\(text_tokens=fn\)"):
-        ctxmw.budget(PROMPT, MODEL, counter=len)  # type: ignore[arg-type]
+        ctxmw.budget(PROMPT, MODEL, counter=42)  # type: ignore[arg-type]
 
 
 def test_a_malformed_message_is_counted_not_refused() -> None:

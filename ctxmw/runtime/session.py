@@ -18,7 +18,14 @@ Decisions the specification leaves open:
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
   Notes carried by a call that raised are kept and delivered again (at the end of the next
-  attempt's input) by this session.
+  attempt's input) by this session. The real inbox's files stay claimed meanwhile and move to
+  the removed folder only once the round that carried them is committed; a call that fails,
+  is cancelled or whose stream breaks puts them back into the inbox (see
+  :mod:`ctxmw.runtime._notes`), and :meth:`Session.aclose` gives back those still pending.
+* A round whose save_file write failed (disk full) stays in ``messages``; the next successful
+  write saves it. A retried ``ask()`` of a turn that failed after committing a tool round (the
+  transcript ends with that user message and its unanswered tool loop) continues that turn
+  instead of writing the user message twice.
 """
 
 from __future__ import annotations
@@ -44,11 +51,12 @@ from ctxmw._litellm import (
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.messages.form import call_name, tool_calls_of
+from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile, match_history
+from ctxmw.runtime.transcript import TranscriptFile, match_history, same_message
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
@@ -121,6 +129,8 @@ class Session:
         self._messages: Messages = []
         self._loaded = False
         self._pending: Messages = []
+        self._unsaved: Messages = []  # committed in memory, not yet in the save_file
+        self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self._clock = clock
@@ -147,6 +157,15 @@ class Session:
         """Inbox notes whose model call failed; delivered again on the next attempt."""
         return list(self._pending)
 
+    async def aclose(self) -> None:
+        """Give the inbox files of :attr:`pending_notes` back to the inbox (own names, own order).
+
+        Call it when you will not retry a failed call: the notes are then delivered by the next
+        reader of the inbox, in this process or another, instead of by this session.
+        """
+        returned = await self._notes.release_only(self._pending)
+        self._pending = [n for n in self._pending if not any(n is r for r in returned)]
+
     async def load(self) -> Messages:
         """Read the save_file now (resuming it) and return the transcript."""
         async with self._busy:
@@ -171,7 +190,9 @@ class Session:
             SaveFileBusy: another writer holds the save_file.
         """
         async with self._turn() as turn:
-            turn.stage([message_dict(m) for m in messages])
+            given = [message_dict(m) for m in messages]
+            if not _retries_interrupted_turn(self._messages, given):
+                turn.stage(given)
             return await self._loop(turn)
 
     async def _run_history(self, history: Sequence[Any]) -> Any:
@@ -190,6 +211,7 @@ class Session:
             turn = await self._begin(history)
             stream, prompt = await self._send(turn, 0)
         except BaseException:
+            await self._notes.release(self._pending)
             if lock is not None:
                 await lock.release()
             raise
@@ -204,6 +226,7 @@ class Session:
                 await self._commit(turn)
 
         async def close() -> None:
+            await self._notes.release(self._pending)  # a stream that broke committed nothing
             if lock is not None:
                 await lock.release()
 
@@ -215,6 +238,9 @@ class Session:
             lock = await self._lock()
             try:
                 yield await self._begin(history)
+            except BaseException:
+                await self._notes.release(self._pending)  # carried, but not committed
+                raise
             finally:
                 if lock is not None:
                     await lock.release()
@@ -259,6 +285,14 @@ class Session:
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
             self._messages = await self._file.load()
+            if self._unsaved:
+                logger.warning(
+                    "%s was changed by another writer; %d message(s) that could not be written "
+                    "earlier are dropped in favour of the file.",
+                    self._path,
+                    len(self._unsaved),
+                )
+                self._unsaved = []
         self._loaded = True
 
     async def _loop(self, turn: Turn) -> Any:
@@ -289,11 +323,15 @@ class Session:
             model=self.model,
             round=round_,
             memo=self._memo,
+            hold_inbox=True,
             now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
-            prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            try:
+                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            finally:
+                self._notes.add(ctx)
             turn.add_notes(delivered_notes(ctx))
             call = _Call(list(turn.working), ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
@@ -351,9 +389,12 @@ class Session:
         # Shielded: a cancellation must not leave the file and the memory disagreeing.
         with anyio.CancelScope(shield=True):
             new = turn.take_unwritten()
+            self._messages.extend(new)  # kept if the write fails: the next commit saves it
+            self._unsaved.extend(new)
             if self._file is not None:
-                await self._file.append(new)
-            self._messages.extend(new)
+                await self._file.append(self._unsaved)
+            self._unsaved = []
+            await self._notes.settle()
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         names = {call_name(c) for c in calls}
@@ -374,6 +415,25 @@ class _Call:
     round: int
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
+    """Whether ``given`` is the user message of the turn the transcript ends with, unfinished.
+
+    A turn that failed after committing a tool round leaves its user message followed by tool
+    rounds and no answer; asking the same again is a retry of that turn, not a new question.
+    """
+    if len(given) != 1 or given[0].get("role") != "user" or not committed:
+        return False
+    if committed[-1].get("role") != "tool":
+        return False
+    for message in reversed(committed):
+        role = message.get("role")
+        if role == "user":
+            return same_message(message, given[0])
+        if role != "tool" and not (role == "assistant" and message.get("tool_calls")):
+            return False  # an answer or a system message: the turn had finished
+    return False
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

@@ -2,14 +2,19 @@
 
 Crash safety rests on three habits. A round's messages are written with one ``write`` of the
 joined lines followed by ``fsync``, so a killed process leaves whole rounds; a write that fails
-halfway is cut back to where it began. Loading ignores a torn last line (logged, never fatal, the
-bytes are cut before the next append) and a trailing tool group that only some of its results
-answer (only a torn write makes one). Any other unreadable line is an error that names it: earlier
-lines are never silently dropped.
+halfway is cut back to where it began, and the error names the file
+(:class:`~ctxmw.errors.SaveFileWriteError`). Loading ignores a torn last line (logged, never
+fatal, the bytes are cut before the next append) and a trailing tool group that only some of its
+results answer, or none of them when the last line was torn (only a torn write makes one): a
+loaded transcript never ends with a call that a torn round left unanswered. Any other unreadable
+line is an error that names it: earlier lines are never silently dropped. Every string is
+written, a lone surrogate (a non-UTF-8 file name in a tool result) included: such a line is
+written with JSON escapes, which load back to the same string.
 
-Files are created ``0o600``: tool outputs often hold secrets. A write costs what the new
-messages cost; the file is never rewritten. When a stateless caller's history diverges from the
-file, the old file is kept as a numbered generation beside it (``agent.1.jsonl``, ...).
+Files are created ``0o600`` whatever the umask: tool outputs often hold secrets. A write costs
+what the new messages cost; the file is never rewritten. When a stateless caller's history
+diverges from the file, the old file is kept as a numbered generation beside it
+(``agent.1.jsonl``, ...).
 """
 
 from __future__ import annotations
@@ -20,9 +25,11 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
+import aiofiles
+import anyio
 import anyio.to_thread
 
-from ctxmw.errors import InvalidTranscriptError
+from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
 from ctxmw.messages.form import without_none
 from ctxmw.types import Message, Messages
 
@@ -33,7 +40,11 @@ logger = logging.getLogger("ctxmw")
 
 def dump_line(message: Message) -> bytes:
     """One message as one JSONL line (UTF-8, compact, newline-terminated)."""
-    return (json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n").encode()
+    line = json.dumps(message, ensure_ascii=False, separators=(",", ":")) + "\n"
+    try:
+        return line.encode()
+    except UnicodeEncodeError:  # a lone surrogate has no UTF-8 form: escape it, losslessly
+        return (json.dumps(message, separators=(",", ":")) + "\n").encode()
 
 
 def same_message(stored: Message, given: Message) -> bool:
@@ -97,10 +108,17 @@ class TranscriptFile:
         return await anyio.to_thread.run_sync(lambda: _identity(self.path) != self._seen)
 
     async def append(self, messages: Sequence[Message]) -> None:
-        """Append ``messages`` with one write and an fsync; nothing happens for an empty list."""
+        """Append ``messages`` with one write and an fsync; nothing happens for an empty list.
+
+        Raises:
+            SaveFileWriteError: the write failed (disk full, permissions); nothing was written.
+        """
         if messages:
             data = b"".join(dump_line(m) for m in messages)
-            await anyio.to_thread.run_sync(self._append, data)
+            try:
+                await self._append(data)
+            except OSError as exc:
+                raise SaveFileWriteError(str(self.path), exc) from exc
 
     async def archive(self) -> Path:
         """Move the file aside as the next free generation and start empty; returns its path."""
@@ -118,8 +136,8 @@ class TranscriptFile:
         except FileNotFoundError:
             self._good, self._seen = 0, None
             return []
-        messages, ends = _parse(data, self.path)
-        keep = _complete_prefix(messages)
+        messages, ends, torn = _parse(data, self.path)
+        keep = _complete_prefix(messages, torn)
         if keep < len(messages):
             logger.warning(
                 "%s ends with a tool round that was cut short (a torn write); "
@@ -131,20 +149,25 @@ class TranscriptFile:
         self._seen = _identity(self.path)
         return messages[:keep]
 
-    def _append(self, data: bytes) -> None:
-        created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT, 0o600)
-        try:
-            os.ftruncate(fd, self._good)  # drops a torn tail; a no-op otherwise
-            _write_all(fd, data, self._good)
-            os.fsync(fd)
-        finally:
-            os.close(fd)
+    async def _append(self, data: bytes) -> None:
+        created = not await anyio.Path(self.path).exists()
+        await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
+        async with aiofiles.open(self.path, "ab", buffering=0, opener=_owner_only) as handle:
+            await handle.truncate(self._good)  # drops a torn tail; a no-op otherwise
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[await handle.write(view) or 0 :]
+                await anyio.to_thread.run_sync(os.fsync, handle.fileno())
+            except BaseException:
+                with anyio.CancelScope(shield=True):
+                    await handle.truncate(self._good)  # never leave half a round behind
+                    self._seen = await anyio.to_thread.run_sync(_identity, self.path)
+                raise
         if created:
-            _fsync_dir(self.path.parent)
+            await anyio.to_thread.run_sync(_fsync_dir, self.path.parent)
         self._good += len(data)
-        self._seen = _identity(self.path)
+        self._seen = await anyio.to_thread.run_sync(_identity, self.path)
 
     def _archive(self) -> Path:
         n = 1
@@ -155,7 +178,8 @@ class TranscriptFile:
         return target
 
 
-def _parse(data: bytes, path: Path) -> tuple[Messages, list[int]]:
+def _parse(data: bytes, path: Path) -> tuple[Messages, list[int], bool]:
+    """The messages, the byte offset where each one's line ends, and whether the tail was torn."""
     *lines, tail = data.split(b"\n")
     messages: Messages = []
     ends: list[int] = []
@@ -168,7 +192,7 @@ def _parse(data: bytes, path: Path) -> tuple[Messages, list[int]]:
         if message is None:
             if number == len(lines) and not tail:
                 _warn_torn(path, number)
-                break
+                return messages, ends, True
             raise InvalidTranscriptError(
                 f"line {number} of {str(path)!r} is not a JSON object; the file is damaged. "
                 "Repair or move that line; ctxmw never drops earlier lines silently.",
@@ -178,7 +202,7 @@ def _parse(data: bytes, path: Path) -> tuple[Messages, list[int]]:
         ends.append(offset)
     if tail.strip():
         _warn_torn(path, len(lines) + 1)
-    return messages, ends
+    return messages, ends, bool(tail.strip())
 
 
 def _decode(raw: bytes) -> Message | None:
@@ -193,28 +217,29 @@ def _warn_torn(path: Path, number: int) -> None:
     logger.warning("Ignoring the torn last line %d of %s (an interrupted write).", number, path)
 
 
-def _complete_prefix(messages: Messages) -> int:
-    """Length without a trailing tool group that only some of its results answer."""
+def _complete_prefix(messages: Messages, torn: bool) -> int:
+    """Length without a trailing tool group that only some (or, if ``torn``, no) results answer.
+
+    A write torn inside a round's first tool result leaves the assistant line whole and no
+    result: sent again, that unanswered call would be rejected by the provider.
+    """
     for i in range(len(messages) - 1, -1, -1):
         calls = messages[i].get("tool_calls")
         if messages[i].get("role") != "assistant" or not isinstance(calls, list) or not calls:
             continue
         wanted = {c.get("id") for c in calls if isinstance(c, dict)}
         answered = {m.get("tool_call_id") for m in messages[i + 1 :] if m.get("role") == "tool"}
-        partial = bool(answered) and not wanted <= answered
+        partial = (bool(answered) or torn) and not wanted <= answered
         return i if partial else len(messages)
     return len(messages)
 
 
-def _write_all(fd: int, data: bytes, start: int) -> None:
-    view = memoryview(data)
-    written = 0
-    try:
-        while written < len(data):
-            written += os.pwrite(fd, view[written:], start + written)
-    except BaseException:
-        os.ftruncate(fd, start)  # never leave half a round behind
-        raise
+def _owner_only(path: str, flags: int) -> int:
+    """``open``'s opener: a new file is ``0o600`` whatever the umask."""
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_size == 0:
+        os.fchmod(fd, 0o600)
+    return fd
 
 
 def _fsync_dir(directory: Path) -> None:

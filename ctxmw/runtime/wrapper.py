@@ -11,8 +11,9 @@ registry (the least recently used of more than 1,024 sessions is forgotten; its 
 then measured as a first call).
 
 A stateless call has no session to keep an inbox note in when the provider call that carried it
-fails, so such notes are put back into the inbox (``ctxmw.inbox.deliver``): the next call on the
-same save_file, in this process or another, delivers them again.
+fails, so such notes are put back into the inbox: the real inbox's files under their own names
+(``Session.aclose``), notes of other strategies through ``ctxmw.inbox.deliver``. The next call
+on the same save_file, in this process or another, delivers them again.
 """
 
 from __future__ import annotations
@@ -22,14 +23,17 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+
+import anyio
 
 from ctxmw._litellm import CompletionFn
 from ctxmw.errors import UsageError
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
 from ctxmw.telemetry.recorder import CallRecorder
-from ctxmw.types import StrategySpec
+from ctxmw.types import Message, StrategySpec
 
 __all__ = ["acompletion"]
 
@@ -106,6 +110,9 @@ async def acompletion(
 
 
 _MAX_RECORDERS = 1024
+# Each recorder holds its conversation's last payload: bound what all of them keep (about four
+# bytes a token), so conversations a stateless caller has finished do not pin their transcripts.
+_MAX_HELD_TOKENS = 8_000_000
 _recorders: OrderedDict[str, CallRecorder] = OrderedDict()
 
 
@@ -117,8 +124,9 @@ def _shared_recorder(
     recorder = fresh if known is None else known
     recorder.settings, recorder.hooks = settings, list(on_call)
     _recorders[fresh.session] = recorder
-    while len(_recorders) > _MAX_RECORDERS:
-        _recorders.popitem(last=False)
+    held = sum(r.held_tokens for r in _recorders.values())
+    while len(_recorders) > 1 and (len(_recorders) > _MAX_RECORDERS or held > _MAX_HELD_TOKENS):
+        held -= _recorders.popitem(last=False)[1].held_tokens
     return recorder
 
 
@@ -131,9 +139,14 @@ def _check_streamable(session: Session) -> None:
 
 
 async def _return_to_inbox(session: Session) -> None:
-    notes = session.pending_notes
-    if not notes or session.save_file is None:
+    if not session.pending_notes or session.save_file is None:
         return
+    with anyio.CancelScope(shield=True):  # a cancelled call must still give its notes back
+        await session.aclose()
+        await _deliver_again(session.save_file, session.pending_notes)
+
+
+async def _deliver_again(save_file: Path, notes: Sequence[Message]) -> None:
     try:
         deliver = importlib.import_module("ctxmw.inbox").deliver
     except ImportError:  # pragma: no cover - the inbox ships with ctxmw
@@ -142,6 +155,6 @@ async def _return_to_inbox(session: Session) -> None:
     for note in notes:
         content = note.get("content")
         if isinstance(content, str):
-            await deliver(session.save_file, content)
+            await deliver(save_file, content)
         else:
             logger.warning("An inbox note with non-text content could not be redelivered.")

@@ -89,6 +89,11 @@ class CallRecorder:
         self._lock = anyio.Lock()
 
     @property
+    def held_tokens(self) -> int:
+        """Tokens of the last payload this recorder keeps (for the next call's prefix)."""
+        return self._tracker.held_tokens
+
+    @property
     def ledger_path(self) -> Path | None:
         """Where records are appended, if anywhere."""
         return self.ledger.path if self.ledger is not None else None
