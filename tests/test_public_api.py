@@ -39,6 +39,7 @@ PUBLIC = [
     "compressor",
     "inbox",
     "list_strategies",
+    "patch_litellm",
     "prepare_prompt",
     "register_strategy",
     "select_segments",

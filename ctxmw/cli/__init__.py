@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 
 from ctxmw import __version__, list_strategies
 from ctxmw.cli.inbox import add_inbox_commands
 from ctxmw.cli.replay import add_replay_command
 from ctxmw.cli.show import add_show_command
-from ctxmw.errors import UsageError
+from ctxmw.cli.stats import add_stats_command
 
 __all__ = ["main"]
 
@@ -49,9 +48,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--api-base", help="run against a real OpenAI-compatible endpoint")
     demo.add_argument("--api-key", help="the API key for --model / --api-base")
     add_inbox_commands(sub, _add)
-    stats = _add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
-    stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
-    stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
+    add_stats_command(sub, _add)
     add_show_command(sub, _add)
     add_replay_command(sub, _add)
     return parser
@@ -80,20 +77,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from ctxmw.demo._cli import run_demo_command
 
     return run_demo_command(args)
-
-
-def _cmd_stats(args: argparse.Namespace) -> int:
-    from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
-
-    try:
-        records = load_ledgers(args.ledgers)
-        print(format_table(summarise(records)))
-        if args.plot:
-            print(f"plot: {plot_ledger(records, args.plot)}")
-    except UsageError as exc:
-        print(f"ctxmw stats: {exc}", file=sys.stderr)
-        return 2
-    return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

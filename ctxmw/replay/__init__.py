@@ -172,8 +172,9 @@ class _Run:
         minimum = breakpoint_minimum(self.model)
         previous = 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
+        memo: dict[str, Any] = {}  # one transcript is one session (offload keeps its store here)
         for point in call_points(messages):
-            ctx = StrategyContext(settings=self.settings, model=self.model)
+            ctx = StrategyContext(settings=self.settings, model=self.model, memo=memo)
             sent = messages[:point]
             prompt = await apply_strategies(sent, chain, ctx)
             # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.

@@ -14,6 +14,12 @@ Decisions the specification leaves open:
 * ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
   the model calls a tool given as a plain dict, the response is returned to the caller and the
   assistant message is saved: answer its calls with ``run([...tool results])``.
+* A stateless caller (:meth:`Session.complete`, what ``acompletion`` calls) owns the
+  conversation: its messages are what the strategies see, lined up against the record by
+  :func:`~ctxmw.runtime.revisions.plan_history`; an edited history becomes a new revision of the
+  same save_file, written with the turn's first round (a failed call records nothing). Only the
+  tool rounds this loop ran for such a caller are marked as ctxmw's in the file (a stateful
+  session's file stays plain messages).
 * Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
@@ -31,6 +37,7 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -51,12 +58,15 @@ from ctxmw._litellm import (
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.messages.form import call_name, tool_calls_of
+from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
+from ctxmw.runtime.offload import OffloadOption, wire_offload
+from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile, match_history, same_message
+from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
@@ -66,6 +76,8 @@ from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 logger = logging.getLogger("ctxmw")
 
 __all__ = ["Session", "ToolSpec"]
+
+_NOT_FOR_SIDE_CALLS = ("stream", "stream_options")
 
 ToolSpec = Mapping[str, Any] | Callable[..., Any]
 """An item of ``tools=``: an OpenAI tool dict or a Python callable (sync or async)."""
@@ -90,6 +102,10 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        offload: True (or a strategy list naming ``offload``): large tool results are sent as
+            a preview and a handle, the originals kept beside the save_file (else in memory),
+            and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
+            :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
         clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
             strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
@@ -112,13 +128,20 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        offload: OffloadOption = None,
         clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
         self.settings = resolve_settings(settings, strategy_options)
-        self.strategies = resolve_strategies(prompt_strategies, self.settings)
         self.tools = ToolSet.build(tools)
+        self.strategies, self.offload_store = wire_offload(
+            offload,
+            resolve_strategies(prompt_strategies, self.settings),
+            self.tools,
+            save_file,
+            self.settings,
+        )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
         self._system = system
@@ -127,9 +150,10 @@ class Session:
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
         self._messages: Messages = []
+        self._ours: list[bool] = []  # per message: made by this loop for Python callables
         self._loaded = False
         self._pending: Messages = []
-        self._unsaved: Messages = []  # committed in memory, not yet in the save_file
+        self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
@@ -195,17 +219,38 @@ class Session:
                 turn.stage(given)
             return await self._loop(turn)
 
-    async def _run_history(self, history: Sequence[Any]) -> Any:
-        """A stateless call: ``history`` is the caller's whole conversation (litellm habit)."""
+    async def complete(self, history: Sequence[Any]) -> Any:
+        """A stateless call: ``history`` is the caller's whole conversation (the litellm habit).
+
+        The caller's messages are the conversation: the strategies run on exactly those (plus
+        inbox notes), never on anything the caller did not pass, except the tool rounds this
+        loop ran for Python callables in an earlier call, put back when the caller's history is
+        the history before them plus the answer that followed (see
+        :func:`~ctxmw.runtime.revisions.plan_history`). An edited history is recorded as a new
+        revision of the same save_file. Then the loop runs as in :meth:`run`.
+
+        Returns:
+            The completion function's response to the last round.
+        """
         async with self._turn(history) as turn:
             return await self._loop(turn)
 
-    async def _open_stream(self, history: Sequence[Any]) -> PersistingStream:
-        """A stateless streaming call of one round; saved when the stream has been read.
+    async def stream(self, history: Sequence[Any]) -> PersistingStream:
+        """A stateless streaming call of one round (``stream=True`` in the completion kwargs).
 
-        Used by ``acompletion`` on a session of its own, so the per-session lock is not taken:
-        the stream may be read from another task than the one that opened it.
+        ``history`` is treated as in :meth:`complete`; the reply is saved when the stream has
+        been read to its end. The per-session lock is not taken, so the stream may be read from
+        another task than the one that opened it: do not overlap calls on one session.
+
+        Raises:
+            UsageError: the session has Python callables in ``tools`` (the loop needs whole
+                responses).
         """
+        if self.tools.executable:
+            raise UsageError(
+                "stream=True cannot be combined with Python callables in tools: the tool loop "
+                "needs whole responses. Stream without tools, or drop stream=True."
+            )
         lock = await self._lock()
         try:
             turn = await self._begin(history)
@@ -254,40 +299,27 @@ class Session:
 
     async def _begin(self, history: Sequence[Any] | None) -> Turn:
         await self._sync()
-        new = await self._reconcile(history) if history is not None else []
-        turn = self._start_turn()
-        turn.stage(new)
+        if history is None:
+            return self._start_turn(list(self._messages))
+        plan = plan_history(self._messages, self._ours, [message_dict(m) for m in history])
+        turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
+        turn.edit, turn.stateless = plan.edit, True
+        turn.stage(plan.appended)
         return turn
 
-    async def _reconcile(self, history: Sequence[Any]) -> Messages:
-        """A stateless caller's whole history: what is new beyond the transcript.
-
-        The strategies then see the transcript (tool rounds the loop ran included) plus the new
-        messages. If the history diverged (see :func:`~ctxmw.runtime.transcript.match_history`), the
-        old file is kept as a numbered generation and a new transcript starts with the history.
-        """
-        given = [message_dict(m) for m in history]
-        known = match_history(self._messages, given)
-        if known is not None:
-            return given[known:]
-        if self._file is not None:
-            await self._file.archive()
-        self._messages = []
-        return given
-
-    def _start_turn(self) -> Turn:
-        persist = self.settings.inbox_persist
-        turn = Turn(working=list(self._messages), persist_notes=persist)
-        if not self._messages and self._system is not None:
+    def _start_turn(self, working: Messages) -> Turn:
+        turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
+        if not working and not self._messages and self._system is not None:
             turn.stage([{"role": "system", "content": self._system}])
         return turn
 
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
             self._messages = await self._file.load()
+            self._ours = list(self._file.ours)
             if self._unsaved:
                 logger.warning(
-                    "%s was changed by another writer; %d message(s) that could not be written "
+                    "%s was changed by another writer; %d write(s) that could not be made "
                     "earlier are dropped in favour of the file.",
                     self._path,
                     len(self._unsaved),
@@ -304,6 +336,7 @@ class Session:
                 return response
             results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
             turn.add_round(results)
+            turn.mark_ours(message, *results)
             await self._commit(turn)
         save_file = str(self._path) if self._path is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
@@ -317,11 +350,13 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
+        side = functools.partial(self._side_call, list(turn.working), round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
             model=self.model,
             round=round_,
+            completion=side,
             memo=self._memo,
             hold_inbox=True,
             now=self._clock(),
@@ -344,7 +379,7 @@ class Session:
     async def _call_model(self, prompt: Messages, call: _Call, turn: Turn, **extra: Any) -> Any:
         """Send one prompt: the single place every model call goes through, and is recorded.
 
-        A streamed call is recorded when the stream has been read (see ``_open_stream``).
+        A streamed call is recorded when the stream has been read (see :meth:`stream`).
         """
         kwargs = dict(self.recorder.prepare_kwargs({**self.wire_kwargs(prompt), **extra}))
         completion = self._completion or default_completion()
@@ -359,11 +394,29 @@ class Session:
             await self._record(call, response, time.perf_counter() - started)
         return response
 
+    async def _side_call(self, transcript: Messages, round_: int, **kwargs: Any) -> Any:
+        """A strategy's own model call (a summary): this session's completion function, its
+        connection arguments and tools, and its telemetry (recorded as ``kind="summary"``).
+
+        ``kwargs`` override the session's; a value of None removes a key (``tools=None``).
+        Summaries are never streamed.
+        """
+        wire = {**self.wire_kwargs(list(kwargs.pop("messages", []))), **kwargs}
+        wire = {k: v for k, v in wire.items() if v is not None and k not in _NOT_FOR_SIDE_CALLS}
+        completion = self._completion or default_completion()
+        started = time.perf_counter()
+        response = await completion(**wire)
+        if self.settings.telemetry:
+            call = _Call(transcript, StrategyContext(self.settings), [], round_, "summary")
+            call.kwargs = wire
+            await self._record(call, response, time.perf_counter() - started)
+        return response
+
     async def _record(self, call: _Call, response: Any, latency: float, stream: Any = None) -> None:
         """Telemetry for one finished call; it never breaks the call it describes."""
         try:
             await self.recorder.record(
-                model=self.model,
+                model=str(call.kwargs.get("model", self.model)),
                 wire_kwargs=call.kwargs,
                 transcript=call.transcript,
                 trace=call.trace,
@@ -372,6 +425,7 @@ class Session:
                 latency_s=latency,
                 round=call.round,
                 stream=stream,
+                kind=call.kind,
             )
         except Exception:
             logger.warning(
@@ -388,12 +442,19 @@ class Session:
     async def _commit(self, turn: Turn) -> None:
         # Shielded: a cancellation must not leave the file and the memory disagreeing.
         with anyio.CancelScope(shield=True):
-            new = turn.take_unwritten()
-            self._messages.extend(new)  # kept if the write fails: the next commit saves it
-            self._unsaved.extend(new)
-            if self._file is not None:
-                await self._file.append(self._unsaved)
-            self._unsaved = []
+            new, edit = turn.take_unwritten(), turn.take_edit()
+            ours = turn.ours_flags(new)
+            # Memory first: kept if the write fails (disk full), so the next commit saves it.
+            if edit is not None:
+                self._messages, self._ours = edit.apply(self._messages, self._ours)
+            self._messages.extend(new)
+            self._ours.extend(ours)
+            if self._file is not None and (new or edit is not None):
+                self._unsaved.append((new, edit, ours))
+            while self._file is not None and self._unsaved:
+                batch, batch_edit, batch_ours = self._unsaved[0]
+                await self._file.append(batch, edit=batch_edit, ours=batch_ours)
+                self._unsaved.pop(0)
             await self._notes.settle()
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
@@ -413,6 +474,7 @@ class _Call:
     ctx: StrategyContext
     trace: list[tuple[str, Messages]]
     round: int
+    kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
 

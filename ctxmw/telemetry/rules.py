@@ -11,7 +11,8 @@ Rules (the ``cache_rule`` setting):
 - ``exact``: the whole common prefix (llama.cpp, vLLM and other self-hosted prefix caches),
   including the leading text the first changed message shares with the previous call's (these
   caches work on tokens, not messages: llama.cpp reuses the unchanged start of an edited
-  message, measured against its server).
+  message, measured against its server), and the previous call's reply when the payload goes on
+  with it (the server keeps the tokens it generated).
 - ``none``: no cache reads expected.
 - ``auto`` (default) picks one per call, see :func:`resolve_rule`.
 
@@ -24,7 +25,9 @@ caching docs: 2.5 Flash 1,024, 2.5 / 3 Pro 4,096).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.settings import CACHE_RULES
@@ -34,6 +37,7 @@ __all__ = [
     "OPENAI_BLOCK",
     "OPENAI_MINIMUM",
     "cache_minimum",
+    "endpoint",
     "expected_cached_tokens",
     "resolve_rule",
     "self_hosted",
@@ -111,6 +115,7 @@ def expected_cached_tokens(
     marked_prefix_tokens: int,
     minimum: int,
     partial_tokens: int = 0,
+    reply_tokens: int = 0,
 ) -> int:
     """Prompt tokens a provider following ``rule`` should read from its cache.
 
@@ -120,6 +125,8 @@ def expected_cached_tokens(
         marked_prefix_tokens: the part of it that ends at a previous-call breakpoint.
         minimum: the smallest prefix the model caches.
         partial_tokens: shared leading text of the first changed message (``exact`` only).
+        reply_tokens: the previous call's reply, when this payload extends the previous one
+            with it (``exact`` only: a token cache keeps what it generated).
     """
     if rule == "openai":
         return 0 if prefix_tokens < OPENAI_MINIMUM else prefix_tokens // OPENAI_BLOCK * OPENAI_BLOCK
@@ -128,7 +135,7 @@ def expected_cached_tokens(
     if rule == "gemini":
         return prefix_tokens if prefix_tokens >= minimum else 0
     if rule == "exact":
-        return prefix_tokens + partial_tokens
+        return prefix_tokens + partial_tokens + reply_tokens
     return 0
 
 
@@ -152,6 +159,16 @@ def _litellm_minimum(model: str, provider: str | None) -> int | None:
     # Not in litellm's map ({}): the documented fallback applies.
     value = _litellm.model_info(model, provider).get("prompt_cache_min_tokens")
     return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def endpoint(kwargs: Mapping[str, Any]) -> str | None:
+    """A call's custom endpoint: ``api_base``, else ``base_url`` (litellm takes both; openai-agents
+    and the OpenAI SDK's habit pass ``base_url``)."""
+    for name in ("api_base", "base_url"):
+        value = kwargs.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def self_hosted(provider: str | None, api_base: str | None = None) -> bool:
