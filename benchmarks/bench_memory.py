@@ -3,7 +3,8 @@
 Not a test: run ``python benchmarks/bench_memory.py [--mb 20]``. tracemalloc measures what
 Python still holds once every reference the caller had is gone (and ``gc.collect()`` ran),
 against a baseline taken after a warm-up on a small transcript (imports, the tokenizer, litellm's
-tables). Each path runs in the same process, one after the other, on the same transcript:
+tables). Each path runs in a fresh process (so no path inherits another's caches), on the same
+transcript:
 
 - ``prepare_prompt``: one-off calls of the default strategy, ``clear_tool_results`` and
   ``compact`` (token counts, shortened results, durable items, call keys).
@@ -20,6 +21,8 @@ from __future__ import annotations
 import argparse
 import gc
 import json
+import subprocess
+import sys
 import tempfile
 import tracemalloc
 from collections.abc import Awaitable, Callable
@@ -114,19 +117,24 @@ def retained(run: Callable[[list[dict[str, Any]], Path], Awaitable[None]], mb: f
     return (after - before) / 1e6
 
 
+PATHS = {"prepare_prompt": prepare, "Session": session, "acompletion": stateless}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mb", type=float, default=20.0, help="transcript size (default 20)")
+    parser.add_argument("--only", choices=sorted(PATHS), help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.only:  # one path, in this (fresh) process: print the figure alone
+        print(retained(PATHS[args.only], args.mb))
+        return
     size = sum(len(json.dumps(m)) for m in transcript(args.mb)) / 1e6
     print(f"ctxmw from {Path(ctxmw.__file__).parent}; transcript {size:.1f} MB of JSON")
     print(f"{'path':<16} {'retained after drop':>20} {'retained / transcript':>22}")
-    for name, run in (
-        ("prepare_prompt", prepare),
-        ("Session", session),
-        ("acompletion", stateless),
-    ):
-        mb = retained(run, args.mb)
+    for name in PATHS:
+        command = [sys.executable, __file__, "--mb", str(args.mb), "--only", name]
+        done = subprocess.run(command, capture_output=True, text=True, check=True)
+        mb = float(done.stdout.strip().splitlines()[-1])
         print(f"{name:<16} {mb:>17.1f} MB {mb / size:>22.2f}")
 
 

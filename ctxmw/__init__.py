@@ -25,6 +25,7 @@ from ctxmw.errors import (
     InvalidTranscriptError,
     MaxRoundsExceeded,
     SaveFileBusy,
+    SaveFileWriteError,
     SettingsError,
     StrategyError,
     UnknownStrategyError,
@@ -32,6 +33,7 @@ from ctxmw.errors import (
 )
 from ctxmw.messages.shorten import shorten
 from ctxmw.messages.validate import validate
+from ctxmw.runtime.patch import patch_litellm
 from ctxmw.runtime.session import Session
 from ctxmw.runtime.wrapper import acompletion
 from ctxmw.settings import Settings
@@ -52,6 +54,7 @@ __all__ = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "SaveFileWriteError",
     "Segment",
     "Session",
     "Settings",
@@ -69,6 +72,7 @@ __all__ = [
     "compressor",
     "inbox",
     "list_strategies",
+    "patch_litellm",
     "prepare_prompt",
     "register_strategy",
     "select_segments",

@@ -19,6 +19,7 @@ from types import ModuleType
 from typing import Any
 
 from ctxmw import _offline  # noqa: F401  - the cost-map variable must be set before litellm loads
+from ctxmw.errors import UsageError
 from ctxmw.messages.form import without_none
 from ctxmw.types import Message
 
@@ -32,6 +33,7 @@ __all__ = [
     "message_dict",
     "model_info",
     "model_response",
+    "real_acompletion",
     "response_message",
     "stream_chunk_builder",
     "stream_chunks",
@@ -71,9 +73,37 @@ def _warm_up_once(litellm: ModuleType) -> None:
 
 
 def default_completion() -> CompletionFn:
-    """``litellm.acompletion``, imported on first use."""
-    fn: CompletionFn = load_litellm().acompletion
+    """``litellm.acompletion``, imported on first use (litellm's own, never ctxmw's)."""
+    return real_acompletion()
+
+
+def real_acompletion() -> CompletionFn:
+    """litellm's ``acompletion`` even where ctxmw took its place.
+
+    ``ctxmw.patch_litellm()`` or ``litellm.acompletion = ctxmw.acompletion`` make the name
+    ctxmw's; calling it from ctxmw would recurse forever, so ctxmw then uses the function litellm
+    defines, ``litellm.main.acompletion``.
+
+    Raises:
+        UsageError: ``litellm.main.acompletion`` was replaced by ctxmw's too.
+    """
+    litellm = load_litellm()
+    fn: CompletionFn = litellm.acompletion
+    if not _is_ctxmw(fn):
+        return fn
+    fn = litellm.main.acompletion
+    if _is_ctxmw(fn):
+        raise UsageError(
+            "litellm.main.acompletion was replaced by ctxmw's acompletion, so ctxmw cannot reach "
+            "the provider. Use ctxmw.patch_litellm() (it keeps the original) instead of "
+            "assigning litellm's functions."
+        )
     return fn
+
+
+def _is_ctxmw(fn: object) -> bool:
+    module = getattr(fn, "__module__", None) or ""
+    return module == "ctxmw" or module.startswith("ctxmw.")
 
 
 def message_dict(message: Any) -> Message:

@@ -12,6 +12,7 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
         ├── StrategyError          a strategy raised; the original is chained
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
         ├── SaveFileBusy           another writer holds the save_file
+        ├── SaveFileWriteError     the save_file could not be written (disk full, ...)
         └── CompactionLossError    compaction would have lost a durable line
 
     Aborted                        control flow, not an error: an ``abort`` file
@@ -31,6 +32,7 @@ __all__ = [
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
     "SaveFileBusy",
+    "SaveFileWriteError",
     "SettingsError",
     "StrategyError",
     "UnknownStrategyError",
@@ -164,6 +166,28 @@ class SaveFileBusy(CtxmwRuntimeError):
         )
 
 
+class SaveFileWriteError(CtxmwRuntimeError):
+    """The save_file could not be written (disk full, permissions); the OSError is chained.
+
+    Nothing of the failed write stays in the file; the session keeps the round in memory
+    (``Session.messages``), and its next successful write saves it.
+
+    Attributes:
+        save_file: the transcript that could not be written.
+        errno: the operating system's error number, when known.
+    """
+
+    def __init__(self, save_file: str, error: OSError) -> None:
+        self.save_file = save_file
+        self.errno = error.errno
+        reason = error.strerror or type(error).__name__
+        super().__init__(
+            f"Could not write the save_file {save_file!r}: {reason} (errno {error.errno}). The "
+            "round is kept in memory and nothing half-written is left in the file: free disk "
+            "space or fix the file's permissions, then call run() on the session to save it."
+        )
+
+
 class CompactionLossError(CtxmwRuntimeError):
     """Compaction would have sent a prompt missing durable items, so it refused.
 
@@ -172,17 +196,16 @@ class CompactionLossError(CtxmwRuntimeError):
 
     Attributes:
         strategy: the strategy that refused.
-        missing: the durable items that would not have appeared literally in the prompt.
+        missing: the durable items that would not have appeared literally in the prompt (kept
+            out of the message: they are conversation content, and error texts reach logs).
     """
 
     def __init__(self, strategy: str, missing: list[str]) -> None:
         self.strategy = strategy
         self.missing = missing
-        shown = ", ".join(repr(item) for item in missing[:5])
-        more = f" and {len(missing) - 5} more" if len(missing) > 5 else ""
         super().__init__(
             f"Strategy {strategy!r} refused to send a lossy prompt: {len(missing)} durable "
-            f"item(s) would not appear literally in it: {shown}{more}. Adjust durable_patterns "
+            "item(s) would not appear literally in it (see .missing). Adjust durable_patterns "
             "(a pattern spanning lines cannot be kept line by line), raise compact_keep_recent, "
             "or set compact_on_loss='fallback' to send the uncompacted prompt instead."
         )

@@ -107,6 +107,18 @@ class Settings(BaseSettings):
         ge=0,
         description="inbox: files larger than this are skipped with a warning and left in place.",
     )
+    inbox_max_messages: int = Field(
+        100,
+        ge=1,
+        description="inbox: messages delivered per model call at most; the rest wait, in order, "
+        "for the next call.",
+    )
+    inbox_keep_delivered: int = Field(
+        100,
+        ge=0,
+        description="inbox: delivered files kept in the removed folder (the newest; older ones "
+        "are deleted as new ones arrive); 0 keeps none.",
+    )
     inbox_persist: bool = Field(
         False,
         description="inbox: append delivered messages to the transcript (default: show them "

@@ -88,20 +88,9 @@ class FakeCompletion:
         return _stream(response) if kwargs.get("stream") else response
 
 
-def usage(
-    prompt_tokens: int,
-    completion_tokens: int,
-    *,
-    cached_tokens: int = 0,
-    cache_write_tokens: int | None = None,
-) -> Any:
-    """A ``litellm.Usage`` with ``prompt_tokens_details.cached_tokens`` (and cache writes)."""
-    return _litellm.usage_object(
-        prompt_tokens,
-        completion_tokens,
-        cached_tokens=cached_tokens,
-        cache_write_tokens=cache_write_tokens,
-    )
+usage = _litellm.usage_object
+"""``usage(prompt_tokens, completion_tokens, *, cached_tokens=0, cache_write_tokens=None)``: a
+``litellm.Usage`` with ``prompt_tokens_details.cached_tokens`` (and cache writes)."""
 
 
 def text(content: str, *, usage: Any = None, model: str = "fake-model") -> Any:

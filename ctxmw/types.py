@@ -48,6 +48,9 @@ class StrategyContext:
         memo: a session's scratch space, the same dict on every call of one session (None for
             one-off calls): strategies may keep data derived from their input there, keyed by
             their name, to do per call only the work the new messages need.
+        hold_inbox: the caller commits this call's round and then settles the inbox files it
+            delivered (a ``Session`` does), so the ``inbox`` strategy only claims them. False:
+            they move to the removed folder at once.
         now: the call's wall-clock time in seconds (``time.time()``), None when unknown (replay,
             one-off ``prepare_prompt``); strategies derive the time since the previous call.
     """
@@ -60,4 +63,5 @@ class StrategyContext:
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     completion: Callable[..., Awaitable[Any]] | None = None
     memo: dict[str, Any] | None = None
+    hold_inbox: bool = False
     now: float | None = None

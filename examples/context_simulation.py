@@ -16,6 +16,7 @@ from itertools import product
 
 from ctxmw import Segment, Settings, StrategyContext, assemble, budget
 from ctxmw.context.tokens import LiteLLMCounter
+from ctxmw.messages.canonical import canonical_json
 from ctxmw.strategies.compact import Compact
 from ctxmw.types import Messages
 
@@ -69,7 +70,7 @@ def reused(previous: Messages, current: Messages) -> float:
     """Share of ``current``'s tokens in leading messages identical to ``previous``'s."""
     same = 0
     for old, new in zip(previous, current, strict=False):
-        if json.dumps(old, sort_keys=True) != json.dumps(new, sort_keys=True):
+        if canonical_json(old) != canonical_json(new):
             break
         same += COUNTER.message_tokens("", new)
     return same / sum(COUNTER.message_tokens("", m) for m in current)

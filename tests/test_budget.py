@@ -98,3 +98,17 @@ def test_without_a_session_nothing_is_kept() -> None:
     budget(MESSAGES, counter=counting)
     budget(MESSAGES, counter=counting)
     assert len(counting.seen) == 2 * len(MESSAGES)
+
+
+def test_a_plain_function_counter_reuses_its_counts_within_a_session() -> None:
+    seen: list[str] = []
+
+    def counting(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    with session_memo({}):
+        budget(MESSAGES, counter=counting)
+        first = len(seen)
+        budget(MESSAGES, counter=counting)  # wrapped anew: the same counts
+    assert len(seen) == first

@@ -74,9 +74,10 @@ def test_a_lost_durable_item_refuses_with_a_typed_error() -> None:
     spanning = [r"carrier API\ntimed out", *Settings().resolved_durable_patterns]
     msgs[4] = {**msgs[4], "content": "carrier API\ntimed out"}
     ctx = ctx_for(msgs, durable_patterns=spanning, compact_on_loss="raise")
-    with pytest.raises(CompactionLossError, match="carrier API") as info:
+    with pytest.raises(CompactionLossError, match="1 durable item") as info:
         compact(msgs, ctx)
     assert info.value.missing == ["carrier API\ntimed out"]
+    assert "carrier API" not in str(info.value)  # content stays out of error texts (and logs)
     with pytest.raises(StrategyError) as wrapped:
         anyio.run(lambda: prepare_prompt(msgs, [compact], settings=ctx.settings))
     assert isinstance(wrapped.value.__cause__, CompactionLossError)
@@ -91,6 +92,7 @@ def test_a_lost_durable_item_falls_back_to_the_full_prompt(
     with caplog.at_level(logging.WARNING, logger="ctxmw"):
         assert compact(msgs, ctx) is msgs
     assert "1 durable item(s) would have been lost" in caplog.text
+    assert "BEGIN" not in caplog.text
 
 
 def test_the_prefix_is_byte_stable_within_a_step() -> None:

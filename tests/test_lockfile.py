@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 import socket
 import sys
 from pathlib import Path
+from typing import Any
 
 import anyio
 import pytest
@@ -56,3 +58,52 @@ async def test_a_lock_from_another_host_is_never_taken(tmp_path: Path) -> None:
     lock_path(save_file).write_text("1\nsome-other-host\n")
     with pytest.raises(SaveFileBusy, match="process 1"):
         await SaveFileLock(save_file).acquire()
+
+
+async def test_a_stale_lock_naming_our_own_pid_is_taken_back(tmp_path: Path) -> None:
+    # A restarted agent in a container gets the dead one's pid: its stale lock names "us".
+    save_file = tmp_path / "agent.jsonl"
+    lock_path(save_file).write_text(f"{os.getpid()}\n{socket.gethostname()}\n")
+    lock = SaveFileLock(save_file)
+    await lock.acquire()
+    assert lock.held
+    await lock.release()
+    assert not lock_path(save_file).exists()
+
+
+def _racer(save_file: str, trials: int, barrier: Any, wins: Any, index: int) -> None:
+    for trial in range(trials):
+        lock, held = SaveFileLock(Path(save_file)), None
+        barrier.wait()  # the parent wrote a stale lock: all racers go at once
+        try:
+            held = lock._acquire()  # the descriptor holding the lock (None before the fix)
+        except SaveFileBusy:
+            pass
+        else:
+            wins[trial * 3 + index] = 1
+        barrier.wait()  # everyone has tried: the winner gives the lock back
+        if isinstance(held, int):
+            os.close(held)
+        barrier.wait()
+
+
+def test_racers_on_one_stale_lock_never_both_take_it(tmp_path: Path) -> None:
+    ctx = multiprocessing.get_context("fork")
+    trials, racers = 150, 3
+    save_file = tmp_path / "agent.jsonl"
+    barrier = ctx.Barrier(racers + 1)
+    wins = ctx.Array("i", trials * racers)
+    procs = [
+        ctx.Process(target=_racer, args=(str(save_file), trials, barrier, wins, i))
+        for i in range(racers)
+    ]
+    for proc in procs:
+        proc.start()
+    for _ in range(trials):
+        lock_path(save_file).write_text("999999999\n" + socket.gethostname() + "\n")  # stale
+        for _ in range(3):
+            barrier.wait()
+    for proc in procs:
+        proc.join(timeout=120)
+    per_trial = [sum(wins[t * racers : (t + 1) * racers]) for t in range(trials)]
+    assert per_trial == [1] * trials

@@ -95,3 +95,26 @@ def test_memoised_caches_only_inside_a_session() -> None:
         upper("b")
     assert calls == ["a", "a", "b"]
     assert any(key.endswith("upper") for key in memo)
+
+
+@pytest.mark.anyio
+async def test_finished_stateless_conversations_do_not_pin_their_transcripts(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxmw.runtime import wrapper
+
+    monkeypatch.setattr(wrapper, "_recorders", type(wrapper._recorders)())
+    monkeypatch.setattr(wrapper, "_MAX_HELD_TOKENS", 20_000, raising=False)
+    messages = transcript(20, "stateless")  # about 20,000 tokens: one conversation's worth
+    for i in range(4):
+        await ctxmw.acompletion(
+            model="gpt-4o",
+            messages=[*messages, {"role": "user", "content": f"question {i}"}],
+            prompt_strategies="none",
+            session=f"conversation-{i}",
+            completion=FakeCompletion(text("done")),
+        )
+    held = [recorder.held_tokens for recorder in wrapper._recorders.values()]
+    # Only the newest conversations stay, within the bound (the current one always does).
+    assert len(held) < 4
+    assert sum(held[:-1]) <= 20_000

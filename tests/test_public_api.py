@@ -21,6 +21,7 @@ PUBLIC = [
     "Message",
     "Messages",
     "SaveFileBusy",
+    "SaveFileWriteError",
     "Segment",
     "Session",
     "Settings",
@@ -38,6 +39,7 @@ PUBLIC = [
     "compressor",
     "inbox",
     "list_strategies",
+    "patch_litellm",
     "prepare_prompt",
     "register_strategy",
     "select_segments",
@@ -67,6 +69,7 @@ def test_error_tree() -> None:
         ctxmw.StrategyError,
         ctxmw.MaxRoundsExceeded,
         ctxmw.SaveFileBusy,
+        ctxmw.SaveFileWriteError,
         ctxmw.CompactionLossError,
     ]
     assert all(issubclass(e, ctxmw.UsageError) for e in usage)

@@ -44,3 +44,12 @@ def test_every_setting_is_documented_with_its_env_name(name: str) -> None:
     default = Settings.model_fields[name].default
     if name != "compaction_notice":
         assert f"`{default}`" in row
+
+
+def test_the_readme_tells_how_to_use_ctxmw_inside_agent_frameworks() -> None:
+    section = README.split("## Use inside agent frameworks", 1)[1].split("\n## ", 1)[0]
+    for name in ("LitellmModel", "LiteLlm", "ChatLiteLLM", "patch_litellm", 'metadata={"ctxmw"'):
+        assert name in section
+    examples = re.findall(r"`(examples/frameworks_\w+\.py)`", section)
+    assert len(examples) == 3
+    assert all((ROOT / path).is_file() for path in examples)

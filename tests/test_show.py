@@ -58,3 +58,24 @@ def test_show_full_unfolds(save_file: Path, capsys: pytest.CaptureFixture[str]) 
 def test_show_missing_file(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["show", str(tmp_path / "nope.jsonl")]) == 1
     assert "no transcript" in capsys.readouterr().err
+
+
+def test_show_revisions_prints_every_revision_oldest_first(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "agent.jsonl"
+    lines = [
+        {"role": "system", "content": "time 10:00"},
+        {"role": "user", "content": "hi"},
+        {"ctxmw": "edit", "ops": [[0, 1, 1]]},
+        {"role": "system", "content": "time 10:01"},
+    ]
+    path.write_text("".join(json.dumps(m) + "\n" for m in lines))
+    assert main(["show", "--revisions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert out.index("== revision 0 of 1 (earlier)") < out.index("time 10:00")
+    assert out.index("== revision 1 of 1 (current)") < out.index("time 10:01")
+    assert main(["show", str(path)]) == 0
+    current = capsys.readouterr().out
+    assert "time 10:01" in current
+    assert "time 10:00" not in current

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 import threading
 from typing import Any
 
@@ -153,3 +155,31 @@ async def test_structured_results_are_json() -> None:
 
     results = await run_tool_calls([call("info", "")], ToolSet.build([info]), 5)
     assert json.loads(results[0]["content"]) == {"ok": True, "items": [1, 2]}
+
+
+HUNG_TOOL_AGENT = """
+import threading, anyio, ctxmw
+from ctxmw.testing import FakeCompletion, text, tool_calls
+
+def hang() -> str:
+    \"\"\"Never returns.\"\"\"
+    threading.Event().wait()
+    return "never"
+
+fake = FakeCompletion(tool_calls(("hang", {})), text("gave up on it"))
+session = ctxmw.Session("openai/gpt-4o-mini", tools=[hang], completion=fake,
+                        settings={"tool_timeout": 0.2})
+anyio.run(session.ask, "go")
+print("answered", flush=True)
+"""
+
+
+def test_a_hung_sync_tool_does_not_keep_the_process_from_exiting() -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", HUNG_TOOL_AGENT],
+        capture_output=True,
+        text=True,
+        timeout=120,  # a hang guard, not a timing assert: the process must exit at all
+        check=False,
+    )
+    assert (done.returncode, done.stdout.strip()) == (0, "answered"), done.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import os
 from pathlib import Path
@@ -11,7 +10,7 @@ import anyio
 import pytest
 
 from ctxmw import InvalidTranscriptError
-from ctxmw.runtime.transcript import TranscriptFile, dump_line, match_history, same_message
+from ctxmw.runtime.transcript import TranscriptFile, dump_line
 
 pytestmark = pytest.mark.anyio
 
@@ -112,50 +111,8 @@ async def test_changed_notices_another_writer(tmp_path: Path) -> None:
     assert await file.changed()
 
 
-async def test_archive_keeps_numbered_generations(tmp_path: Path) -> None:
-    file = TranscriptFile(tmp_path / "agent.jsonl")
-    for n in (1, 2):
-        await file.append([{"role": "user", "content": str(n)}])
-        assert (await file.archive()).name == f"agent.{n}.jsonl"
-    assert not file.path.exists()
-    assert json.loads((tmp_path / "agent.2.jsonl").read_text())["content"] == "2"
-    bare = TranscriptFile(tmp_path / "agent")
-    await bare.append(ROUND[:1])
-    assert (await bare.archive()).name == "agent.1"
-
-
-def test_same_message_ignores_key_order_and_none() -> None:
-    assert same_message(
-        {"role": "user", "content": "a"}, {"content": "a", "role": "user", "name": None}
-    )
-    assert not same_message({"role": "user", "content": "a"}, {"role": "user", "content": "b"})
-
-
 def test_dump_line_is_one_line() -> None:
     line = dump_line({"role": "user", "content": "two\nlines"})
     assert line.endswith(b"\n")
     assert line.count(b"\n") == 1
     assert os.linesep.encode() not in line[:-1]
-
-
-def test_match_history() -> None:
-    user, answer, more = (
-        {"role": "user", "content": "q"},
-        {"role": "assistant", "content": "a"},
-        {"role": "user", "content": "m"},
-    )
-    call = {
-        "role": "assistant",
-        "content": None,
-        "tool_calls": [
-            {"id": "c", "type": "function", "function": {"name": "f", "arguments": "{}"}}
-        ],
-    }
-    result = {"role": "tool", "tool_call_id": "c", "content": "r"}
-    assert match_history([user, answer], [user, answer, more]) == 2
-    assert match_history([user, call, result, answer], [user, answer, more]) == 2
-    assert match_history([user, call, result, answer], [user, call, result, answer]) == 4
-    assert match_history([user, call, result], [user, more]) == 1  # the loop stopped early
-    assert match_history([user, answer], [{"role": "user", "content": "edited"}]) is None
-    assert match_history([user, call, result, answer], [user, more]) is None
-    assert match_history([user, answer, more], [user, answer]) is None

@@ -28,6 +28,11 @@ def add_show_command(sub: SubParsers, add: Adder) -> None:
     show.add_argument("save_file", metavar="SAVE_FILE", help="a JSONL transcript")
     show.add_argument("--full", action="store_true", help="do not fold long parts")
     show.add_argument("--width", type=int, default=100, help="characters shown of a folded part")
+    show.add_argument(
+        "--revisions",
+        action="store_true",
+        help="print every revision the file holds (a caller that edited its history), oldest first",
+    )
 
 
 def _cmd_show(args: argparse.Namespace) -> int:
@@ -35,10 +40,18 @@ def _cmd_show(args: argparse.Namespace) -> int:
     if not path.is_file():
         print(f"ctxmw show: no transcript at {str(path)!r}.", file=sys.stderr)
         return 1
+    file = TranscriptFile(path)
     try:
-        messages = anyio.run(TranscriptFile(path).load)
+        if not args.revisions:
+            print(format_transcript(anyio.run(file.load), full=args.full, width=args.width))
+            return 0
+        revisions = anyio.run(file.revisions)
     except InvalidTranscriptError as exc:
         print(f"ctxmw show: {exc}", file=sys.stderr)
         return 1
-    print(format_transcript(messages, full=args.full, width=args.width))
+    every = [*revisions.earlier, revisions.current]
+    for n, messages in enumerate(every):
+        label = "current" if n == len(every) - 1 else "earlier"
+        print(f"== revision {n} of {len(every) - 1} ({label})")
+        print(format_transcript(messages, full=args.full, width=args.width))
     return 0

@@ -69,6 +69,16 @@ class LiteLLMCounter:
     def __init__(self, text_tokens: Callable[[str], int] | None = None) -> None:
         self.text_tokens = text_tokens
 
+    # Equal counters count alike: a session's memo shares their counts (a plain function
+    # wrapped anew on every call still finds the counts of the previous call).
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, LiteLLMCounter) and (
+            type(other) is type(self) and other.text_tokens == self.text_tokens
+        )
+
+    def __hash__(self) -> int:
+        return hash((type(self), self.text_tokens))
+
     def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
         """Tokens of one message as litellm frames it, without the request overhead.
 

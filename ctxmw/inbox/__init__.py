@@ -13,7 +13,8 @@ in nanoseconds, zero-padded to 20 digits and strictly increasing within a proces
 backwards cannot reorder), ``pid`` the writer's process id and ``seq`` a per-process counter
 (6 digits). Byte order of the names is therefore the order of the ``deliver`` calls of one
 writer. Writers write a dotfile (readers skip dotfiles) and link it in: readers never see a
-half-written file and a writer never overwrites one.
+half-written file and a writer never overwrites one. Folders are created ``0o700`` and files
+``0o600`` whatever the umask: a note is a prompt, and whoever can write one steers the agent.
 
 Every function here does its file I/O in a worker thread: none blocks the event loop.
 """
@@ -105,10 +106,10 @@ async def abort(save_file: str | os.PathLike[str], reason: str = "") -> Path:
     """
     folder = inbox_dir(save_file)
     if not await _write(folder, ABORT, reason.encode("utf-8")):
-        _logger.warning(
-            "An abort is already pending in %r; it keeps its own reason and %r was not written.",
+        _logger.warning(  # the reason is message content: never logged
+            "An abort is already pending in %r; it keeps its own reason and this one was not "
+            "written.",
             str(folder),
-            reason,
         )
     return folder / ABORT
 

@@ -12,7 +12,9 @@ another key order are one text. Nothing else in ctxmw writes its own.
 
 Digests are cached per message object: strategies pass unchanged messages on as the same dicts,
 so a call only serialises the messages it has not seen before (new ones, and the compacted
-copies a strategy rebuilds). A dict edited in place after it was sent is not re-read.
+copies a strategy rebuilds). A dict edited in place after it was sent is not re-read. A message's
+digest is taken over its normal form (:mod:`ctxmw.messages.normal`): ``content: ""`` or ``None``
+beside tool calls, provider extras and re-spaced tool arguments do not move the prefix.
 """
 
 from __future__ import annotations
@@ -21,6 +23,8 @@ import hashlib
 import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
+
+from ctxmw.messages.normal import normal_message
 
 __all__ = ["DigestCache", "canonical_bytes", "canonical_json", "payload_digest", "tools_digest"]
 
@@ -112,7 +116,10 @@ class DigestCache:
         self._seen = []
 
     def _compute(self, key: int, message: Mapping[str, Any]) -> bytes:
-        digest = hashlib.blake2b(canonical_bytes(message), digest_size=_DIGEST_SIZE).digest()
+        # The normal form: a message the caller re-sent in its own spelling is the same message.
+        digest = hashlib.blake2b(
+            canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
+        ).digest()
         self._index[key] = digest
         self._refs[key] = message
         if message.get("role") == "system":

@@ -27,8 +27,9 @@ price for reads (caching then saves nothing; the table says so).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw import _litellm
@@ -75,22 +76,42 @@ class Prices:
     cache_read: float
     cache_write: float
     source: dict[str, str]
+    tiers: tuple[int, ...] = ()
+    _rates: dict[int, tuple[float, float, float]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def cost(self, prompt_tokens: int, split: Split) -> float:
         """USD of one prompt split into reads, writes and plain input, as litellm prices it.
 
-        litellm applies the model's tiered prices; where it has no cache-write price (it then
-        bills writes as input), the documented write premium is added on top.
+        litellm applies the model's tiered prices (``tiers``: the prompt sizes above which
+        they change); where it has no cache-write price (it then bills writes as input), the
+        documented write premium is added on top.
         """
-        prompt, _ = _litellm.cost_per_token(
-            self.model,
-            prompt_tokens=prompt_tokens,
-            cache_read_tokens=split.reads,
-            cache_write_tokens=split.writes,
-        )
+        plain_rate, read_rate, write_rate = self._tier_rates(prompt_tokens)
+        plain = prompt_tokens - split.reads - split.writes
+        cost = plain * plain_rate + split.reads * read_rate + split.writes * write_rate
         if self.source["cache_write"] != "litellm":
-            prompt += split.writes * (self.cache_write - self.input)
-        return prompt
+            cost += split.writes * (self.cache_write - self.input)
+        return cost
+
+    def _tier_rates(self, prompt_tokens: int) -> tuple[float, float, float]:
+        # Within a tier litellm's price is linear in each kind of token: ask it once per tier
+        # (a cost_per_token call takes milliseconds; replay prices thousands of prompts).
+        tier = sum(1 for floor in self.tiers if prompt_tokens > floor)
+        found = self._rates.get(tier)
+        if found is not None:
+            return found
+        size = max(prompt_tokens, 1)
+        plain, read, write = (
+            _litellm.cost_per_token(
+                self.model, prompt_tokens=size, cache_read_tokens=r, cache_write_tokens=w
+            )[0]
+            / size
+            for r, w in ((0, 0), (size, 0), (0, size))
+        )
+        rates = self._rates[tier] = (plain, read, write)
+        return rates
 
 
 @dataclass(frozen=True, slots=True)
@@ -123,7 +144,20 @@ def model_prices(model: str) -> Prices:
         read, source["cache_read"] = price, "input price (litellm has none)"
     if not isinstance(write, int | float):
         write, source["cache_write"] = price * WRITE_PREMIUM, f"{WRITE_PREMIUM}x input"
-    return Prices(model, float(price), float(read), float(write), source)
+    return Prices(model, float(price), float(read), float(write), source, _tiers(info))
+
+
+_TIER = re.compile(r"_above_(\d+)k_tokens")
+
+
+def _tiers(info: dict[str, Any]) -> tuple[int, ...]:
+    """The prompt sizes above which litellm's map prices ``info``'s model differently."""
+    floors = {
+        int(m.group(1)) * 1000
+        for key, value in info.items()
+        if value is not None and (m := _TIER.search(key))
+    }
+    return tuple(sorted(floors))
 
 
 def breakpoint_minimum(model: str) -> int:

@@ -1,18 +1,25 @@
 """The lock file that keeps two writers off one save_file: ``agent.jsonl.lock``.
 
-The lock is a file created atomically (written under a temporary name, then hard-linked to the
-lock name, which fails if it exists), so it always holds its owner's pid and host name. It is held
-for one turn (``Session.ask``/``run``, one ``acompletion`` call), never between turns.
+The lock is the kernel's ``flock`` on that file, held through an open descriptor for one turn
+(``Session.ask``/``run``, one ``acompletion`` call), never between turns; the file also names
+its holder (pid and host name) for the error message and for humans.
 
-Stale locks: a writer that was killed (SIGKILL, power loss) leaves its lock behind. A lock whose
-pid is no longer running on this host is removed and taken over, with a log line. A lock from
-another host, or from a live process, is never touched: :class:`~ctxmw.errors.SaveFileBusy` names
-the lock file so a human can remove it. Recovery assumes two processes do not reclaim the same
-stale lock at the same instant.
+Stale locks: a writer that was killed (SIGKILL, power loss) leaves the file behind, but the
+kernel drops its ``flock`` with the process. A file whose ``flock`` is free is therefore stale
+and is taken over (with a log line), whatever pid it names: a restarted agent that got the dead
+one's pid (the norm in containers) takes its own stale lock back. Taking it is atomic: of any
+number of processes that find one stale lock at the same instant, exactly one gets the
+``flock``; the others are refused. The holder removes the file while it still holds the lock,
+and a process that locked a file which was removed meanwhile starts over.
+
+A lock that names another host is never taken (its holder's liveness cannot be known here):
+:class:`~ctxmw.errors.SaveFileBusy` names the lock file so a human can remove it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import logging
 import os
 import socket
@@ -26,6 +33,8 @@ from ctxmw.errors import SaveFileBusy
 __all__ = ["SaveFileLock", "lock_path"]
 
 logger = logging.getLogger("ctxmw")
+
+_FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
 
 
 def lock_path(save_file: Path) -> Path:
@@ -44,6 +53,7 @@ class SaveFileLock:
         self.save_file = save_file
         self.path = lock_path(save_file)
         self.held = False
+        self._fd: int | None = None
 
     async def acquire(self) -> None:
         """Take the lock.
@@ -51,7 +61,7 @@ class SaveFileLock:
         Raises:
             SaveFileBusy: another live writer holds it.
         """
-        await anyio.to_thread.run_sync(self._acquire)
+        self._fd = await anyio.to_thread.run_sync(self._acquire)
         self.held = True
 
     async def release(self) -> None:
@@ -62,58 +72,58 @@ class SaveFileLock:
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._release)
 
-    def _acquire(self) -> None:
+    def _acquire(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        if self._try_create():
-            return
-        holder = _holder(self.path)
-        if holder is not None and _is_stale(holder):
-            logger.warning(
-                "Removing stale lock %s of process %d, which is no longer running.",
-                self.path,
-                holder[0],
-            )
-            self.path.unlink(missing_ok=True)
-            if self._try_create():
-                return
-            holder = _holder(self.path)
-        raise SaveFileBusy(str(self.save_file), str(self.path), holder[0] if holder else None)
+        while True:
+            fd = os.open(self.path, _FLAGS, 0o600)
+            try:
+                if self._locked(fd):
+                    self._claim(fd)
+                    return fd
+            except BaseException:
+                os.close(fd)
+                raise
+            os.close(fd)  # the file was removed after we opened it: open the current one
 
-    def _try_create(self) -> bool:
-        tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{id(self)}.tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    def _locked(self, fd: int) -> bool:
+        """Lock ``fd``; False if it is no longer the file at ``self.path``."""
         try:
-            os.write(fd, f"{os.getpid()}\n{socket.gethostname()}\n".encode())
-        finally:
-            os.close(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            holder = _holder(fd)
+            pid = holder[0] if holder is not None else None
+            raise SaveFileBusy(str(self.save_file), str(self.path), pid) from None
         try:
-            os.link(tmp, self.path)
-        except FileExistsError:
+            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+        except FileNotFoundError:
             return False
-        finally:
-            tmp.unlink(missing_ok=True)
-        return True
+
+    def _claim(self, fd: int) -> None:
+        """Write our name into a lock file we hold, after checking what it said before."""
+        before = _holder(fd)
+        if before is not None and before[1] != socket.gethostname():
+            raise SaveFileBusy(str(self.save_file), str(self.path), before[0])
+        if before is not None:
+            logger.warning(
+                "Taking over the stale lock %s of process %d, which is no longer running.",
+                self.path,
+                before[0],
+            )
+        os.fchmod(fd, 0o600)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n{socket.gethostname()}\n".encode(), 0)
 
     def _release(self) -> None:
-        self.path.unlink(missing_ok=True)
+        fd, self._fd = self._fd, None
+        with contextlib.suppress(FileNotFoundError):
+            self.path.unlink()  # still under our flock: nobody else can hold this file
+        if fd is not None:
+            os.close(fd)
 
 
-def _holder(path: Path) -> tuple[int, str] | None:
+def _holder(fd: int) -> tuple[int, str] | None:
     try:
-        pid_text, host = path.read_text(encoding="utf-8").split("\n")[:2]
+        pid_text, host = os.pread(fd, 4096, 0).decode("utf-8").split("\n")[:2]
         return int(pid_text), host
     except (OSError, ValueError):
         return None
-
-
-def _is_stale(holder: tuple[int, str]) -> bool:
-    pid, host = holder
-    if host != socket.gethostname() or pid == os.getpid():
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return True
-    except PermissionError:  # alive, owned by someone else
-        return False
-    return False

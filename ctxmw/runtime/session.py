@@ -14,11 +14,24 @@ Decisions the specification leaves open:
 * ctxmw runs a response's tool calls only when every one of them has a Python implementation. If
   the model calls a tool given as a plain dict, the response is returned to the caller and the
   assistant message is saved: answer its calls with ``run([...tool results])``.
+* A stateless caller (:meth:`Session.complete`, what ``acompletion`` calls) owns the
+  conversation: its messages are what the strategies see, lined up against the record by
+  :func:`~ctxmw.runtime.revisions.plan_history`; an edited history becomes a new revision of the
+  same save_file, written with the turn's first round (a failed call records nothing). Only the
+  tool rounds this loop ran for such a caller are marked as ctxmw's in the file (a stateful
+  session's file stays plain messages).
 * Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
   ``inbox_persist`` they are written before the assistant message that answered them; otherwise
   they stay in the turn's working transcript, where they were delivered, until the turn ends.
   Notes carried by a call that raised are kept and delivered again (at the end of the next
-  attempt's input) by this session.
+  attempt's input) by this session. The real inbox's files stay claimed meanwhile and move to
+  the removed folder only once the round that carried them is committed; a call that fails,
+  is cancelled or whose stream breaks puts them back into the inbox (see
+  :mod:`ctxmw.runtime._notes`), and :meth:`Session.aclose` gives back those still pending.
+* A round whose save_file write failed (disk full) stays in ``messages``; the next successful
+  write saves it. A retried ``ask()`` of a turn that failed after committing a tool round (the
+  transcript ends with that user message and its unanswered tool loop) continues that turn
+  instead of writing the user message twice.
 """
 
 from __future__ import annotations
@@ -45,12 +58,15 @@ from ctxmw._litellm import (
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.messages.form import call_name, tool_calls_of
+from ctxmw.messages.normal import same_message
+from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, wire_offload
+from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile, match_history
+from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
@@ -134,8 +150,11 @@ class Session:
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
         self._messages: Messages = []
+        self._ours: list[bool] = []  # per message: made by this loop for Python callables
         self._loaded = False
         self._pending: Messages = []
+        self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
+        self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self._clock = clock
@@ -162,6 +181,15 @@ class Session:
         """Inbox notes whose model call failed; delivered again on the next attempt."""
         return list(self._pending)
 
+    async def aclose(self) -> None:
+        """Give the inbox files of :attr:`pending_notes` back to the inbox (own names, own order).
+
+        Call it when you will not retry a failed call: the notes are then delivered by the next
+        reader of the inbox, in this process or another, instead of by this session.
+        """
+        returned = await self._notes.release_only(self._pending)
+        self._pending = [n for n in self._pending if not any(n is r for r in returned)]
+
     async def load(self) -> Messages:
         """Read the save_file now (resuming it) and return the transcript."""
         async with self._busy:
@@ -186,25 +214,49 @@ class Session:
             SaveFileBusy: another writer holds the save_file.
         """
         async with self._turn() as turn:
-            turn.stage([message_dict(m) for m in messages])
+            given = [message_dict(m) for m in messages]
+            if not _retries_interrupted_turn(self._messages, given):
+                turn.stage(given)
             return await self._loop(turn)
 
-    async def _run_history(self, history: Sequence[Any]) -> Any:
-        """A stateless call: ``history`` is the caller's whole conversation (litellm habit)."""
+    async def complete(self, history: Sequence[Any]) -> Any:
+        """A stateless call: ``history`` is the caller's whole conversation (the litellm habit).
+
+        The caller's messages are the conversation: the strategies run on exactly those (plus
+        inbox notes), never on anything the caller did not pass, except the tool rounds this
+        loop ran for Python callables in an earlier call, put back when the caller's history is
+        the history before them plus the answer that followed (see
+        :func:`~ctxmw.runtime.revisions.plan_history`). An edited history is recorded as a new
+        revision of the same save_file. Then the loop runs as in :meth:`run`.
+
+        Returns:
+            The completion function's response to the last round.
+        """
         async with self._turn(history) as turn:
             return await self._loop(turn)
 
-    async def _open_stream(self, history: Sequence[Any]) -> PersistingStream:
-        """A stateless streaming call of one round; saved when the stream has been read.
+    async def stream(self, history: Sequence[Any]) -> PersistingStream:
+        """A stateless streaming call of one round (``stream=True`` in the completion kwargs).
 
-        Used by ``acompletion`` on a session of its own, so the per-session lock is not taken:
-        the stream may be read from another task than the one that opened it.
+        ``history`` is treated as in :meth:`complete`; the reply is saved when the stream has
+        been read to its end. The per-session lock is not taken, so the stream may be read from
+        another task than the one that opened it: do not overlap calls on one session.
+
+        Raises:
+            UsageError: the session has Python callables in ``tools`` (the loop needs whole
+                responses).
         """
+        if self.tools.executable:
+            raise UsageError(
+                "stream=True cannot be combined with Python callables in tools: the tool loop "
+                "needs whole responses. Stream without tools, or drop stream=True."
+            )
         lock = await self._lock()
         try:
             turn = await self._begin(history)
             stream, prompt = await self._send(turn, 0)
         except BaseException:
+            await self._notes.release(self._pending)
             if lock is not None:
                 await lock.release()
             raise
@@ -219,6 +271,7 @@ class Session:
                 await self._commit(turn)
 
         async def close() -> None:
+            await self._notes.release(self._pending)  # a stream that broke committed nothing
             if lock is not None:
                 await lock.release()
 
@@ -230,6 +283,9 @@ class Session:
             lock = await self._lock()
             try:
                 yield await self._begin(history)
+            except BaseException:
+                await self._notes.release(self._pending)  # carried, but not committed
+                raise
             finally:
                 if lock is not None:
                     await lock.release()
@@ -243,37 +299,32 @@ class Session:
 
     async def _begin(self, history: Sequence[Any] | None) -> Turn:
         await self._sync()
-        new = await self._reconcile(history) if history is not None else []
-        turn = self._start_turn()
-        turn.stage(new)
+        if history is None:
+            return self._start_turn(list(self._messages))
+        plan = plan_history(self._messages, self._ours, [message_dict(m) for m in history])
+        turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
+        turn.edit, turn.stateless = plan.edit, True
+        turn.stage(plan.appended)
         return turn
 
-    async def _reconcile(self, history: Sequence[Any]) -> Messages:
-        """A stateless caller's whole history: what is new beyond the transcript.
-
-        The strategies then see the transcript (tool rounds the loop ran included) plus the new
-        messages. If the history diverged (see :func:`~ctxmw.runtime.transcript.match_history`), the
-        old file is kept as a numbered generation and a new transcript starts with the history.
-        """
-        given = [message_dict(m) for m in history]
-        known = match_history(self._messages, given)
-        if known is not None:
-            return given[known:]
-        if self._file is not None:
-            await self._file.archive()
-        self._messages = []
-        return given
-
-    def _start_turn(self) -> Turn:
-        persist = self.settings.inbox_persist
-        turn = Turn(working=list(self._messages), persist_notes=persist)
-        if not self._messages and self._system is not None:
+    def _start_turn(self, working: Messages) -> Turn:
+        turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
+        if not working and not self._messages and self._system is not None:
             turn.stage([{"role": "system", "content": self._system}])
         return turn
 
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
             self._messages = await self._file.load()
+            self._ours = list(self._file.ours)
+            if self._unsaved:
+                logger.warning(
+                    "%s was changed by another writer; %d write(s) that could not be made "
+                    "earlier are dropped in favour of the file.",
+                    self._path,
+                    len(self._unsaved),
+                )
+                self._unsaved = []
         self._loaded = True
 
     async def _loop(self, turn: Turn) -> Any:
@@ -285,6 +336,7 @@ class Session:
                 return response
             results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
             turn.add_round(results)
+            turn.mark_ours(message, *results)
             await self._commit(turn)
         save_file = str(self._path) if self._path is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
@@ -306,11 +358,15 @@ class Session:
             round=round_,
             completion=side,
             memo=self._memo,
+            hold_inbox=True,
             now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
         try:
-            prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            try:
+                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+            finally:
+                self._notes.add(ctx)
             turn.add_notes(delivered_notes(ctx))
             call = _Call(list(turn.working), ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
@@ -323,7 +379,7 @@ class Session:
     async def _call_model(self, prompt: Messages, call: _Call, turn: Turn, **extra: Any) -> Any:
         """Send one prompt: the single place every model call goes through, and is recorded.
 
-        A streamed call is recorded when the stream has been read (see ``_open_stream``).
+        A streamed call is recorded when the stream has been read (see :meth:`stream`).
         """
         kwargs = dict(self.recorder.prepare_kwargs({**self.wire_kwargs(prompt), **extra}))
         completion = self._completion or default_completion()
@@ -386,10 +442,20 @@ class Session:
     async def _commit(self, turn: Turn) -> None:
         # Shielded: a cancellation must not leave the file and the memory disagreeing.
         with anyio.CancelScope(shield=True):
-            new = turn.take_unwritten()
-            if self._file is not None:
-                await self._file.append(new)
+            new, edit = turn.take_unwritten(), turn.take_edit()
+            ours = turn.ours_flags(new)
+            # Memory first: kept if the write fails (disk full), so the next commit saves it.
+            if edit is not None:
+                self._messages, self._ours = edit.apply(self._messages, self._ours)
             self._messages.extend(new)
+            self._ours.extend(ours)
+            if self._file is not None and (new or edit is not None):
+                self._unsaved.append((new, edit, ours))
+            while self._file is not None and self._unsaved:
+                batch, batch_edit, batch_ours = self._unsaved[0]
+                await self._file.append(batch, edit=batch_edit, ours=batch_ours)
+                self._unsaved.pop(0)
+            await self._notes.settle()
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         names = {call_name(c) for c in calls}
@@ -411,6 +477,25 @@ class _Call:
     kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
+    """Whether ``given`` is the user message of the turn the transcript ends with, unfinished.
+
+    A turn that failed after committing a tool round leaves its user message followed by tool
+    rounds and no answer; asking the same again is a retry of that turn, not a new question.
+    """
+    if len(given) != 1 or given[0].get("role") != "user" or not committed:
+        return False
+    if committed[-1].get("role") != "tool":
+        return False
+    for message in reversed(committed):
+        role = message.get("role")
+        if role == "user":
+            return same_message(message, given[0])
+        if role != "tool" and not (role == "assistant" and message.get("tool_calls")):
+            return False  # an answer or a system message: the turn had finished
+    return False
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.runtime.revisions import Edit
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = ["Turn", "delivered_notes"]
@@ -34,6 +35,12 @@ class Turn:
         unconfirmed: inbox notes not yet carried by a successful call.
         persist_notes: whether inbox notes are written to the transcript (``inbox_persist``).
         stream_call: a streamed call waiting for its stream to be read, to be recorded then.
+        edit: a change of the save_file's revision (a stateless caller edited its history),
+            written with the turn's first commit.
+        stateless: the turn answers a stateless caller's whole history; only then are the
+            loop's rounds marked as ctxmw's in the save_file (a stateful session's file stays
+            plain messages).
+        ours: ids of the messages this turn's loop produced for Python callables.
     """
 
     working: Messages
@@ -41,6 +48,9 @@ class Turn:
     unwritten: Messages = field(default_factory=list)
     unconfirmed: Messages = field(default_factory=list)
     stream_call: Any = None
+    edit: Edit | None = None
+    stateless: bool = False
+    ours: set[int] = field(default_factory=set)
 
     def stage(self, messages: Sequence[Message]) -> None:
         """Add messages of the caller (user input, tool results it computed) to the turn."""
@@ -66,6 +76,20 @@ class Turn:
     def unseen(self, notes: Sequence[Message]) -> Messages:
         """Those of ``notes`` the turn does not already hold as unconfirmed."""
         return [n for n in notes if not any(n is u for u in self.unconfirmed)]
+
+    def mark_ours(self, *messages: Message) -> None:
+        """Mark messages as a tool round ctxmw's loop ran (the caller never sees them)."""
+        if self.stateless:
+            self.ours.update(map(id, messages))
+
+    def ours_flags(self, messages: Sequence[Message]) -> list[bool]:
+        """For each message, whether :meth:`mark_ours` marked it."""
+        return [id(m) in self.ours for m in messages]
+
+    def take_edit(self) -> Edit | None:
+        """The pending change of revision, if any; the turn forgets it."""
+        out, self.edit = self.edit, None
+        return out
 
     def take_unwritten(self) -> Messages:
         """The messages to append now; the turn forgets them."""

@@ -1,18 +1,25 @@
 """``ctxmw.acompletion``: a drop-in for ``litellm.acompletion`` with prompt strategies.
 
-Each call builds a :class:`~ctxmw.runtime.session.Session` of its own (settings read now), treats
-``messages`` as the caller's whole history (saved to ``save_file`` as described in
-:mod:`ctxmw.runtime.transcript`), and runs one round, or the tool loop when ``tools`` holds Python
-callables.
+Each call builds a :class:`~ctxmw.runtime.session.Session` of its own (settings read now) and
+hands it the caller's whole history (:meth:`~ctxmw.runtime.session.Session.complete`, or
+:meth:`~ctxmw.runtime.session.Session.stream` with ``stream=True``): the caller's messages are
+the conversation, recorded in ``save_file`` as described in :mod:`ctxmw.runtime.revisions`. It
+runs one round, or the tool loop when ``tools`` holds Python callables.
+
+ctxmw's options may also come in ``metadata={"ctxmw": {...}}`` (what agent frameworks pass
+through to litellm, see :mod:`ctxmw.runtime.options`); explicit keyword arguments win, and the
+``"ctxmw"`` entry never reaches the provider.
 
 Telemetry needs the previous call of the same session: consecutive stateless calls on one
-save_file (or one explicit ``session=`` id) share one recorder, kept in a bounded in-process
-registry (the least recently used of more than 1,024 sessions is forgotten; its next call is
-then measured as a first call).
+save_file (or one explicit ``session=`` id, or litellm's ``litellm_session_id`` /
+``metadata["session_id"]``) share one recorder, kept in a bounded in-process registry (the least
+recently used of more than 1,024 sessions is forgotten; its next call is then measured as a
+first call).
 
 A stateless call has no session to keep an inbox note in when the provider call that carried it
-fails, so such notes are put back into the inbox (``ctxmw.inbox.deliver``): the next call on the
-same save_file, in this process or another, delivers them again.
+fails, so such notes are put back into the inbox: the real inbox's files under their own names
+(``Session.aclose``), notes of other strategies through ``ctxmw.inbox.deliver``. The next call
+on the same save_file, in this process or another, delivers them again.
 """
 
 from __future__ import annotations
@@ -22,14 +29,17 @@ import logging
 import os
 from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
 from typing import Any
 
+import anyio
+
 from ctxmw._litellm import CompletionFn
-from ctxmw.errors import UsageError
+from ctxmw.runtime.options import conversation_id, split_options
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
 from ctxmw.telemetry.recorder import CallRecorder
-from ctxmw.types import StrategySpec
+from ctxmw.types import Message, StrategySpec
 
 __all__ = ["acompletion"]
 
@@ -63,8 +73,8 @@ async def acompletion(
         model: the litellm model name.
         messages: the whole conversation so far (OpenAI-format dicts or litellm Messages).
         prompt_strategies: see :func:`ctxmw.prepare_prompt`.
-        save_file: the JSONL transcript to append to; a diverged history starts a new
-            generation (``agent.1.jsonl`` keeps the old one).
+        save_file: the conversation's JSONL transcript; an edited history is recorded as a new
+            revision of the same file (every earlier one stays readable).
         strategy_options: per-call setting overrides.
         settings: a ``Settings`` or a mapping.
         tools: OpenAI tool dicts (sent as they are) and/or Python callables (run by the loop).
@@ -72,40 +82,58 @@ async def acompletion(
         completion: the completion function (for tests: ``ctxmw.testing.FakeCompletion``).
         on_call: telemetry hooks, called with each call's record (sync or async).
         session: the telemetry session id; consecutive calls with the same id (default: the
-            same save_file) are compared with each other for cache reuse.
-        **kwargs: everything else ``litellm.acompletion`` takes.
+            same save_file, else ``litellm_session_id`` or ``metadata["session_id"]``) are
+            compared with each other for cache reuse.
+        **kwargs: everything else ``litellm.acompletion`` takes. ``metadata["ctxmw"]`` may hold
+            any of the options above (not ``tools`` or ``completion``); it is removed before the
+            provider call.
 
     Raises:
-        UsageError: invalid arguments, or ``stream=True`` with Python tools.
+        UsageError: invalid arguments (``metadata["ctxmw"]`` included), or ``stream=True`` with
+            Python tools.
         MaxRoundsExceeded: the loop ran out of rounds; the message names the save_file.
         SaveFileBusy: another writer holds the save_file.
     """
-    convo = Session(
-        model,
-        save_file=save_file,
-        prompt_strategies=prompt_strategies,
-        tools=tools,
-        settings=settings,
-        strategy_options=strategy_options,
-        max_rounds=max_rounds,
-        completion=completion,
-        on_call=on_call,
-        session=session,
-        **kwargs,
-    )
-    if session is not None or save_file is not None:
-        convo.recorder = _shared_recorder(convo.recorder, convo.settings, on_call)
-    history = list(messages or [])
+    options, rest = split_options(kwargs)
+    given = {
+        "prompt_strategies": prompt_strategies,
+        "save_file": save_file,
+        "strategy_options": strategy_options,
+        "settings": settings,
+        "max_rounds": max_rounds,
+        "session": session,
+        "on_call": on_call or None,
+    }
+    chosen = {**options, **{k: v for k, v in given.items() if v is not None}}
+    chosen["on_call"] = chosen.get("on_call") or ()
+    if chosen.get("session") is None and chosen.get("save_file") is None:
+        chosen["session"] = conversation_id(rest)
+    return await _run(model, list(messages or []), tools, completion, chosen, rest)
+
+
+async def _run(
+    model: str,
+    history: list[Any],
+    tools: Sequence[ToolSpec] | None,
+    completion: CompletionFn | None,
+    options: dict[str, Any],
+    kwargs: dict[str, Any],
+) -> Any:
+    convo = Session(model, tools=tools, completion=completion, **options, **kwargs)
+    if options.get("session") is not None or options.get("save_file") is not None:
+        convo.recorder = _shared_recorder(convo.recorder, convo.settings, options["on_call"])
     try:
         if kwargs.get("stream"):
-            _check_streamable(convo)
-            return await convo._open_stream(history)
-        return await convo._run_history(history)
+            return await convo.stream(history)
+        return await convo.complete(history)
     finally:
         await _return_to_inbox(convo)
 
 
 _MAX_RECORDERS = 1024
+# Each recorder holds its conversation's last payload: bound what all of them keep (about four
+# bytes a token), so conversations a stateless caller has finished do not pin their transcripts.
+_MAX_HELD_TOKENS = 8_000_000
 _recorders: OrderedDict[str, CallRecorder] = OrderedDict()
 
 
@@ -117,23 +145,21 @@ def _shared_recorder(
     recorder = fresh if known is None else known
     recorder.settings, recorder.hooks = settings, list(on_call)
     _recorders[fresh.session] = recorder
-    while len(_recorders) > _MAX_RECORDERS:
-        _recorders.popitem(last=False)
+    held = sum(r.held_tokens for r in _recorders.values())
+    while len(_recorders) > 1 and (len(_recorders) > _MAX_RECORDERS or held > _MAX_HELD_TOKENS):
+        held -= _recorders.popitem(last=False)[1].held_tokens
     return recorder
 
 
-def _check_streamable(session: Session) -> None:
-    if session.tools.executable:
-        raise UsageError(
-            "stream=True cannot be combined with Python callables in tools: the tool loop "
-            "needs whole responses. Stream without tools, or drop stream=True."
-        )
-
-
 async def _return_to_inbox(session: Session) -> None:
-    notes = session.pending_notes
-    if not notes or session.save_file is None:
+    if not session.pending_notes or session.save_file is None:
         return
+    with anyio.CancelScope(shield=True):  # a cancelled call must still give its notes back
+        await session.aclose()
+        await _deliver_again(session.save_file, session.pending_notes)
+
+
+async def _deliver_again(save_file: Path, notes: Sequence[Message]) -> None:
     try:
         deliver = importlib.import_module("ctxmw.inbox").deliver
     except ImportError:  # pragma: no cover - the inbox ships with ctxmw
@@ -142,6 +168,6 @@ async def _return_to_inbox(session: Session) -> None:
     for note in notes:
         content = note.get("content")
         if isinstance(content, str):
-            await deliver(session.save_file, content)
+            await deliver(save_file, content)
         else:
             logger.warning("An inbox note with non-text content could not be redelivered.")

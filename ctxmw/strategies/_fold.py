@@ -163,11 +163,10 @@ def refuse(strategy: str, lost: list[str], messages: Messages, ctx: StrategyCont
     """Never send a lossy prompt: raise, or (``compact_on_loss='fallback'``) send it unfolded."""
     if ctx.settings.compact_on_loss == "raise":
         raise CompactionLossError(strategy, lost)
-    ctx.logger.warning(
-        "ctxmw: %s did not fold the history: %d durable item(s) would have been lost (%s); "
+    ctx.logger.warning(  # the items are message content: counted, never logged
+        "ctxmw: %s did not fold the history: %d durable item(s) would have been lost; "
         "sending the unfolded prompt instead.",
         strategy,
         len(lost),
-        ", ".join(repr(item) for item in lost[:5]),
     )
     return messages

@@ -137,12 +137,11 @@ class Summarize:
             return None
         lost = survival_loss(messages, fold, text, ctx.settings)
         if lost:
-            ctx.logger.warning(
+            ctx.logger.warning(  # the items are message content: counted, never logged
                 "ctxmw: summarize fell back to truncation: the summary by %r dropped %d durable "
-                "item(s): %s",
+                "item(s).",
                 model,
                 len(lost),
-                ", ".join(repr(item) for item in lost[:5]),
             )
             return None
         return text

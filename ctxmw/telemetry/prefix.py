@@ -107,6 +107,12 @@ class PrefixTracker:
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: _Snapshot | None = None
 
+    @property
+    def held_tokens(self) -> int:
+        """Tokens of the payload kept for the next call's comparison (its messages are held)."""
+        prev = self._previous
+        return 0 if prev is None else prev.tools_tokens + prev.cumulative[-1]
+
     def observe(
         self,
         model: str,

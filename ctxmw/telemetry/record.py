@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+import aiofiles
 import anyio
 
 from ctxmw.telemetry.bust import Bust
@@ -148,7 +149,10 @@ async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging
 class LedgerWriter:
     """Appends records to one ledger file, one line each, serialised by a lock.
 
-    The file is created with owner-only permissions (like the transcript it sits beside).
+    The file is created with owner-only permissions whatever the umask (like the transcript it
+    sits beside). A torn last line (a writer killed mid-append) is ended with a newline before
+    the next record, so it stays one unreadable line that readers skip instead of swallowing
+    the record appended after it.
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
@@ -156,15 +160,22 @@ class LedgerWriter:
         self._lock = anyio.Lock()
 
     async def write(self, record: CallRecord) -> None:
-        """Append one record (one worker-thread hop: open, append, close)."""
+        """Append one record: one ``write`` of the whole line, after a torn tail's newline."""
         data = (record.to_json() + "\n").encode()
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, data)
+            await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
+            async with aiofiles.open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:
+                size = await handle.seek(0, os.SEEK_END)
+                if size and await handle.seek(size - 1) >= 0 and await handle.read(1) != b"\n":
+                    data = b"\n" + data
+                view = memoryview(data)
+                while view:
+                    view = view[await handle.write(view) or 0 :]
 
-    def _append(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        try:
-            os.write(fd, data)
-        finally:
-            os.close(fd)
+
+def _owner_only(path: str, flags: int) -> int:
+    """``open``'s opener: a new file is ``0o600`` whatever the umask."""
+    fd = os.open(path, flags, 0o600)
+    if os.fstat(fd).st_size == 0:
+        os.fchmod(fd, 0o600)
+    return fd

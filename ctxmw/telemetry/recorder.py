@@ -42,6 +42,7 @@ from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, 
 from ctxmw.telemetry.record import log_record as _log_record
 from ctxmw.telemetry.rules import (
     cache_minimum,
+    endpoint,
     expected_cached_tokens,
     resolve_rule,
     self_hosted,
@@ -87,6 +88,11 @@ class CallRecorder:
         self._shape: CallShape | None = None
         self._seen = 0
         self._lock = anyio.Lock()
+
+    @property
+    def held_tokens(self) -> int:
+        """Tokens of the last payload this recorder keeps (for the next call's prefix)."""
+        return self._tracker.held_tokens
 
     @property
     def ledger_path(self) -> Path | None:
@@ -164,7 +170,7 @@ class CallRecorder:
     ) -> CallRecord:
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
         provider = _provider(model, kw)
-        rule = resolve_rule(self.settings.cache_rule, model, provider, kw.get("api_base"))
+        rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
         shape = call_shape(self._digests, tools_digest(tools), transcript, trace)
         prefix = await self._observe(
             model,
@@ -173,7 +179,7 @@ class CallRecorder:
             kw.get("cache_control_injection_points"),
             # A chat template renders the tools only on a self-hosted server cached as such; a
             # custom api_base declared OpenAI-like (cache_rule="openai") is counted like OpenAI.
-            rule == "exact" and self_hosted(provider, kw.get("api_base")),
+            rule == "exact" and self_hosted(provider, endpoint(kw)),
             remember=kind == "agent",
         )
         usage = _read(response, stream)
@@ -256,7 +262,7 @@ def _read(response: object, stream: object | None) -> UsageReport:
 
 
 def _provider(model: str, kw: Mapping[str, Any]) -> str:
-    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), kw.get("api_base"))
+    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), endpoint(kw))
     # None: the call itself would have failed first; keep the record anyway.
     return routed[1] if routed is not None else ""
 

@@ -24,7 +24,9 @@ caching docs: 2.5 Flash 1,024, 2.5 / 3 Pro 4,096).
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import lru_cache
+from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.settings import CACHE_RULES
@@ -34,6 +36,7 @@ __all__ = [
     "OPENAI_BLOCK",
     "OPENAI_MINIMUM",
     "cache_minimum",
+    "endpoint",
     "expected_cached_tokens",
     "resolve_rule",
     "self_hosted",
@@ -152,6 +155,16 @@ def _litellm_minimum(model: str, provider: str | None) -> int | None:
     # Not in litellm's map ({}): the documented fallback applies.
     value = _litellm.model_info(model, provider).get("prompt_cache_min_tokens")
     return int(value) if isinstance(value, int | float) and value > 0 else None
+
+
+def endpoint(kwargs: Mapping[str, Any]) -> str | None:
+    """A call's custom endpoint: ``api_base``, else ``base_url`` (litellm takes both; openai-agents
+    and the OpenAI SDK's habit pass ``base_url``)."""
+    for name in ("api_base", "base_url"):
+        value = kwargs.get(name)
+        if isinstance(value, str) and value:
+            return value
+    return None
 
 
 def self_hosted(provider: str | None, api_base: str | None = None) -> bool:

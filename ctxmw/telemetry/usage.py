@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxmw import _litellm
+from ctxmw.telemetry.rules import endpoint
 
 __all__ = ["UsageReport", "read_stream_usage", "read_usage", "with_stream_usage"]
 
@@ -120,7 +121,7 @@ def with_stream_usage(kwargs: MutableMapping[str, Any], model: str) -> MutableMa
 
 
 def _supports_stream_options(model: str, kwargs: Mapping[str, Any]) -> bool:
-    routed = _litellm.llm_provider(model, kwargs.get("custom_llm_provider"), kwargs.get("api_base"))
+    routed = _litellm.llm_provider(model, kwargs.get("custom_llm_provider"), endpoint(kwargs))
     if routed is None:  # an unknown model: leave the call as the caller wrote it
         return False
     return "stream_options" in _litellm.supported_openai_params(*routed)

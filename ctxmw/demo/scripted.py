@@ -1,0 +1,187 @@
+"""A scripted OpenAI-compatible server on 127.0.0.1: an agent framework's provider, offline.
+
+``POST /v1/chat/completions`` (JSON or ``stream: true`` server-sent events) answers like a small
+tool-using model, the way llama.cpp's server does (``content: ""`` beside tool calls):
+
+* the last message is a user message and the request offers tools: call the first tool, with
+  arguments made from its JSON schema (integers 2, numbers 1.5, strings "x", booleans true);
+* the last message is a tool result: answer ``"Done: <the result>"``;
+* anything else: answer ``"ok"``.
+
+Every request body is kept (``requests``) and its messages checked against the tool-pairing rules
+every provider enforces (``problems``). ``fail(n, after=k)`` makes ``n`` requests fail with an
+HTTP 400 (the OpenAI SDK does not retry it) once ``k`` more have been answered, to rehearse a turn
+retried after a provider error.
+
+Used by ctxmw's framework tests and the ``examples/`` that show ctxmw inside openai-agents,
+google-adk and LangChain without a network.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping
+from typing import Any
+
+import anyio
+from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
+from anyio.streams.buffered import BufferedByteReceiveStream
+
+from ctxmw.messages.validate import scan
+
+__all__ = ["ScriptedProvider"]
+
+_SAMPLES: dict[str, Any] = {"integer": 2, "number": 1.5, "string": "x", "boolean": True}
+
+
+class ScriptedProvider:
+    """The scripted model behind a loopback OpenAI-compatible endpoint (see the module docstring).
+
+    Attributes:
+        requests: every chat-completion request body received, in order.
+        problems: per request, the tool-pairing problems of its messages (empty lists when valid).
+    """
+
+    def __init__(self) -> None:
+        self.requests: list[dict[str, Any]] = []
+        self.problems: list[list[tuple[int, str]]] = []
+        self._failing: list[bool] = []  # per upcoming request: whether it fails
+
+    def fail(self, n: int = 1, *, after: int = 0) -> None:
+        """Make ``n`` requests fail with HTTP 400 (recorded all the same), once ``after`` more
+        have been answered."""
+        self._failing = [False] * after + [True] * n
+
+    @property
+    def prompts(self) -> list[list[dict[str, Any]]]:
+        """The ``messages`` of every request, in order."""
+        return [list(r.get("messages") or []) for r in self.requests]
+
+    async def serve(self, task_group: TaskGroup) -> str:
+        """Listen on a free loopback port until the task group is cancelled; returns the base URL
+        (``http://127.0.0.1:PORT/v1``)."""
+        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
+        task_group.start_soon(self._serve, listener)
+        return f"http://127.0.0.1:{listener.extra(SocketAttribute.local_port)}/v1"
+
+    def reply(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The assistant message the script answers ``request`` with."""
+        messages = list(request.get("messages") or [])
+        last = messages[-1] if messages else {}
+        tools = [t for t in request.get("tools") or [] if isinstance(t, Mapping)]
+        if last.get("role") == "tool":
+            return {"role": "assistant", "content": f"Done: {_text(last.get('content'))}"}
+        if last.get("role") == "user" and tools:
+            fn = tools[0].get("function") or {}
+            call = {
+                "id": f"call_{len(self.requests)}",
+                "type": "function",
+                "function": {
+                    "name": fn.get("name", "tool"),
+                    "arguments": json.dumps(_arguments(fn.get("parameters") or {})),
+                },
+            }
+            return {"role": "assistant", "content": "", "tool_calls": [call]}
+        return {"role": "assistant", "content": "ok"}
+
+    async def _serve(self, listener: Listener[SocketStream]) -> None:
+        async with listener:
+            await listener.serve(self._connection)
+
+    async def _connection(self, stream: SocketStream) -> None:
+        reader = BufferedByteReceiveStream(stream)
+        async with stream:
+            try:
+                while await self._exchange(reader, stream):
+                    pass
+            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
+                return
+
+    async def _exchange(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> bool:
+        request_line = (await reader.receive_until(b"\r\n", 65536)).decode("latin-1")
+        headers = {}
+        while line := (await reader.receive_until(b"\r\n", 65536)).decode("latin-1"):
+            key, _, value = line.partition(":")
+            headers[key.strip().lower()] = value.strip()
+        body = await reader.receive_exactly(int(headers.get("content-length", "0")))
+        if request_line.split(" ")[:2] != ["POST", "/v1/chat/completions"]:
+            await _send_json(stream, "404 Not Found", {"error": {"message": request_line}})
+            return True
+        request = json.loads(body)
+        self.requests.append(request)
+        self.problems.append(scan(request.get("messages") or []).problems)
+        if self._failing and self._failing.pop(0):
+            error = {"message": "scripted failure", "type": "invalid_request_error"}
+            await _send_json(stream, "400 Bad Request", {"error": error})
+            return True
+        message = self.reply(request)
+        if request.get("stream"):
+            await stream.send(_sse(request, message, len(self.requests)))
+            return False
+        await _send_json(stream, "200 OK", _completion(request, message, len(self.requests)))
+        return headers.get("connection", "").lower() != "close"
+
+
+async def _send_json(stream: SocketStream, status: str, payload: dict[str, Any]) -> None:
+    data = json.dumps(payload).encode()
+    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+    head += f"Content-Length: {len(data)}\r\n\r\n"
+    await stream.send(head.encode() + data)
+
+
+def _completion(request: Mapping[str, Any], message: dict[str, Any], n: int) -> dict[str, Any]:
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    return {
+        **_envelope(request, n, "chat.completion"),
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": _usage(request, message),
+    }
+
+
+def _sse(request: Mapping[str, Any], message: dict[str, Any], n: int) -> bytes:
+    delta: dict[str, Any] = {"role": "assistant", "content": message.get("content") or ""}
+    if message.get("tool_calls"):
+        delta["tool_calls"] = [{"index": i, **c} for i, c in enumerate(message["tool_calls"])]
+    finish = "tool_calls" if message.get("tool_calls") else "stop"
+    envelope = _envelope(request, n, "chat.completion.chunk")
+    chunks = [
+        {**envelope, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]},
+        {**envelope, "choices": [{"index": 0, "delta": {}, "finish_reason": finish}]},
+    ]
+    if (request.get("stream_options") or {}).get("include_usage"):
+        chunks.append({**envelope, "choices": [], "usage": _usage(request, message)})
+    events = "".join(f"data: {json.dumps(c)}\n\n" for c in chunks) + "data: [DONE]\n\n"
+    head = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n"
+    return (head + events).encode()
+
+
+def _envelope(request: Mapping[str, Any], n: int, kind: str) -> dict[str, Any]:
+    model = request.get("model", "scripted")
+    return {"id": f"scripted-{n}", "object": kind, "created": int(time.time()), "model": model}
+
+
+def _usage(request: Mapping[str, Any], message: dict[str, Any]) -> dict[str, Any]:
+    prompt = len(json.dumps(request.get("messages") or [])) // 4 + 1
+    completion = len(json.dumps(message)) // 4 + 1
+    return {
+        "prompt_tokens": prompt,
+        "completion_tokens": completion,
+        "total_tokens": prompt + completion,
+        "prompt_tokens_details": {"cached_tokens": 0},
+    }
+
+
+def _arguments(schema: Mapping[str, Any]) -> dict[str, Any]:
+    properties = schema.get("properties") or {}
+    required = schema.get("required") or list(properties)
+    return {
+        name: _SAMPLES.get(str((properties.get(name) or {}).get("type", "string")).lower(), "x")
+        for name in required
+    }
+
+
+def _text(content: Any) -> str:
+    if isinstance(content, list):
+        return " ".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
+    return str(content)

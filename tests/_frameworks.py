@@ -1,0 +1,89 @@
+"""What the framework tests share: the scripted provider on loopback, and a spy on litellm.
+
+``calls_through(...)`` patches litellm with ctxmw and records, above ctxmw, the messages the
+framework passed to ``litellm.acompletion``; the scripted provider records, below it, what the
+model received. With strategy ``none`` the two must agree call by call.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import litellm
+
+import ctxmw
+from ctxmw.demo.scripted import ScriptedProvider
+from ctxmw.messages.normal import normal_message
+from ctxmw.runtime.transcript import TranscriptFile
+
+MODEL = "openai/scripted"
+
+
+@contextlib.asynccontextmanager
+async def scripted_provider() -> AsyncIterator[tuple[ScriptedProvider, str]]:
+    """The scripted OpenAI-compatible server and its base URL, for the block's duration."""
+    server = ScriptedProvider()
+    async with anyio.create_task_group() as tg:
+        base = await server.serve(tg)
+        yield server, base
+        tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def calls_through(**defaults: Any) -> Iterator[list[list[Any]]]:
+    """Patch litellm with ctxmw (``defaults`` as its options); yields the framework's prompts."""
+    passed: list[list[Any]] = []
+    with ctxmw.patch_litellm(**defaults):
+        patched = litellm.acompletion
+
+        async def spy(*args: Any, **kwargs: Any) -> Any:
+            passed.append(list(kwargs.get("messages") or []))
+            return await patched(*args, **kwargs)
+
+        holders = [m for m in list(sys.modules.values()) if _holds(m, patched)]
+        for module in holders:  # litellm, and frameworks that copied its function
+            module.acompletion = spy
+        try:
+            yield passed
+        finally:
+            # A framework that imported litellm lazily may have copied the spy: hand it back
+            # the patched function, which the patch's undo then restores.
+            for module in list(sys.modules.values()):
+                if getattr(module, "acompletion", None) is spy:
+                    module.acompletion = patched
+
+
+def _holds(module: Any, fn: Any) -> bool:
+    try:
+        return bool(getattr(module, "acompletion", None) == fn)
+    except Exception:  # a module whose attribute access misbehaves
+        return False
+
+
+def normal(messages: list[Any]) -> list[dict[str, Any]]:
+    return [normal_message(m) for m in messages]
+
+
+def assert_model_got_the_callers_messages(
+    server: ScriptedProvider, passed: list[list[Any]]
+) -> None:
+    """Call by call: the provider received what the framework passed, and it validates."""
+    assert len(server.requests) == len(passed)
+    for got, given in zip(server.prompts, passed, strict=True):
+        assert normal(got) == normal(given)
+    assert all(problems == [] for problems in server.problems)
+
+
+async def assert_one_transcript_that_replays(save_file: Path, last_prompt: list[Any]) -> None:
+    """One save_file beside its ledger; its current revision is the last prompt plus the answer."""
+    names = sorted(p.name for p in save_file.parent.iterdir() if p.name.startswith(save_file.stem))
+    assert names == [save_file.name, f"{save_file.stem}.ledger.jsonl"]
+    current = await TranscriptFile(save_file).load()
+    assert normal(current[:-1]) == normal(last_prompt)
+    assert current[-1]["role"] == "assistant"
+    ctxmw.validate(current)

@@ -1,0 +1,127 @@
+"""ctxmw inside LangChain through langchain-litellm (``ChatLiteLLM``), offline."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import anyio
+import pytest
+
+from tests._frameworks import (
+    MODEL,
+    assert_model_got_the_callers_messages,
+    assert_one_transcript_that_replays,
+    calls_through,
+    scripted_provider,
+)
+
+chat_litellm = pytest.importorskip("langchain_litellm")
+lc_messages = pytest.importorskip("langchain_core.messages")
+lc_tools = pytest.importorskip("langchain_core.tools")
+
+pytestmark = pytest.mark.anyio
+
+
+@lc_tools.tool
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+def make_model(base: str, save_file: Path) -> Any:
+    model = chat_litellm.ChatLiteLLM(
+        model=MODEL,
+        api_base=base,
+        api_key="scripted",
+        max_retries=0,
+        model_kwargs={
+            "metadata": {"ctxmw": {"save_file": str(save_file), "prompt_strategies": ["none"]}}
+        },
+    )
+    return model.bind_tools([add])
+
+
+async def agent_turn(model: Any, history: list[Any], streaming: bool = False) -> str:
+    """A minimal tool loop, as LangChain users write one: call, run the tools, call again."""
+    while True:
+        if streaming:
+            reply = None
+            async for chunk in model.astream(history):
+                reply = chunk if reply is None else reply + chunk
+        else:
+            reply = await model.ainvoke(history)
+        history.append(reply)
+        if not reply.tool_calls:
+            return str(reply.content)
+        for call in reply.tool_calls:
+            result = add.invoke(call["args"])
+            history.append(lc_messages.ToolMessage(content=str(result), tool_call_id=call["id"]))
+
+
+def start(text: str) -> list[Any]:
+    return [lc_messages.SystemMessage("Be brief."), lc_messages.HumanMessage(text)]
+
+
+async def test_a_multi_turn_agent_with_tools(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    async with scripted_provider() as (server, base):
+        model = make_model(base, save_file)
+        history = start("Add 2 and 2.")
+        with calls_through() as passed:
+            assert await agent_turn(model, history) == "Done: 4"
+            history.append(lc_messages.HumanMessage("And again?"))
+            assert await agent_turn(model, history) == "Done: 4"
+    assert len(server.requests) == 4
+    assert_model_got_the_callers_messages(server, passed)
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+
+
+async def test_a_turn_retried_after_a_provider_error(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    async with scripted_provider() as (server, base):
+        model = make_model(base, save_file)
+        history = start("Add 2 and 2.")
+        with calls_through() as passed:
+            await agent_turn(model, history)
+            history.append(lc_messages.HumanMessage("Add 3 and 3."))
+            checkpoint = list(history)
+            server.fail(1, after=1)  # the call after the turn's tool round fails
+            with pytest.raises(Exception, match="scripted failure"):
+                await agent_turn(model, history)
+            history = checkpoint  # the turn is run again from where it started
+            assert await agent_turn(model, history) == "Done: 4"
+    assert server.prompts[4] == server.prompts[2]
+    assert_model_got_the_callers_messages(server, passed)
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+
+
+async def test_streaming(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    async with scripted_provider() as (server, base):
+        model = make_model(base, save_file)
+        with calls_through() as passed:
+            assert await agent_turn(model, start("Add 2 and 2."), streaming=True) == "Done: 4"
+    assert all(r.get("stream") for r in server.requests)
+    assert_model_got_the_callers_messages(server, passed)
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+
+
+async def test_two_agents_concurrently(tmp_path: Path) -> None:
+    outputs: dict[str, str] = {}
+    async with scripted_provider() as (server, base):
+        with calls_through() as passed:
+
+            async def run(name: str) -> None:
+                model = make_model(base, tmp_path / name / "agent.jsonl")
+                outputs[name] = await agent_turn(model, start(f"{name}: add"))
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(run, "one")
+                tg.start_soon(run, "two")
+    assert outputs == {"one": "Done: 4", "two": "Done: 4"}
+    assert all(problems == [] for problems in server.problems)
+    assert len(passed) == len(server.requests) == 4
+    for name in ("one", "two"):
+        mine = [p for p in passed if f"{name}: add" in str(p)]
+        await assert_one_transcript_that_replays(tmp_path / name / "agent.jsonl", mine[-1])
