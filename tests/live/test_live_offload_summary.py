@@ -29,7 +29,7 @@ pytestmark = [pytest.mark.live, pytest.mark.anyio]
 
 MODEL = "openai/smollm2"
 WINDOW = 4096
-PROMPT_BUDGET = 2600
+PROMPT_BUDGET = 2400
 """Local (cl100k) tokens of the history before the summary: SmolLM2's tokenizer spends up to a
 fifth more, and the request adds the instruction and the answer; all must fit the window."""
 
