@@ -34,6 +34,7 @@ DEFAULT_COMPACTION_NOTICE = (
     "because an older result is no longer shown; repeat it only if you need fresh data."
 )
 _NOTICE_FIELDS = {"compacted", "dropped"}
+BustCause = Literal["tools", "system", "transcript", "strategy"]
 CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
 """Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
 
@@ -162,6 +163,35 @@ class Settings(BaseSettings):
         description="Record every model call (ledger beside the save_file, the 'ctxmw' logger, "
         "on_call hooks).",
     )
+    # --- Cache telemetry levers, alerts and export (issue 15) ----------------------------------
+    prompt_cache_key: bool = Field(
+        True,
+        description="Send a stable per-conversation prompt_cache_key to providers that take "
+        "one (OpenAI, Azure; litellm's supported params decide); a caller's own key wins.",
+    )
+    otel: bool = Field(
+        False,
+        description="Export a span and metrics per model call through the global OpenTelemetry "
+        "providers (needs the 'otel' extra).",
+    )
+    alerts: bool = Field(True, description="Evaluate the alert rules after every call.")
+    alert_window: int = Field(
+        10, ge=1, description="Alerts: calls per window of the windowed rules."
+    )
+    alert_min_hit_rate: float = Field(
+        0.5, ge=0, le=1, description="Alerts: low_hit_rate fires under this share read."
+    )
+    alert_max_drift: float = Field(
+        0.1, ge=0, le=1, description="Alerts: drift fires over this reported/expected gap."
+    )
+    alert_write_fraction: float = Field(
+        0.5, ge=0, le=1, description="Alerts: write_every_call fires over this share written."
+    )
+    alert_bust_causes: list[BustCause] = Field(
+        ["tools", "system"],
+        description="Alerts: bust causes that fire bust_<cause>; env: a JSON list.",
+    )
+    # --- end of the issue 15 block -------------------------------------------------------------
     max_rounds: int = Field(
         25, ge=1, description="Tool loop: model calls per turn before MaxRoundsExceeded."
     )
@@ -197,6 +227,12 @@ class Settings(BaseSettings):
         "gpt-4o-mini",
         min_length=1,
         description="summarize: the (cheap) model that writes summaries.",
+    )
+    summary_mode: Literal["aligned", "cheap"] = Field(
+        "aligned",
+        description="summarize: 'aligned' sends the agent's own prompt plus one instruction to "
+        "the agent's model (reads the prompt cache); 'cheap' sends the folded text alone to "
+        "summary_model.",
     )
     summary_step: int = Field(
         20,
@@ -237,6 +273,26 @@ class Settings(BaseSettings):
         description="clear_tool_results: also replace a cleared call's arguments with '{}'.",
     )
     # --- end of the clear_tool_results block ---------------------------------------------------
+
+    # --- offload (issue 16): large tool results shrunk once, readable through ctxmw_expand ------
+    offload_threshold: int = Field(
+        2000,
+        ge=1,
+        description="offload: a tool result over this many tokens is replaced by a preview and "
+        "a handle the first time it is sent.",
+    )
+    offload_preview: Literal["head", "tail"] = Field(
+        "head",
+        description="offload: the preview shows the result's first ('head') or last ('tail') "
+        "characters; a tool with a registered compressor gets its compressed view instead.",
+    )
+    offload_preview_chars: int = Field(
+        1500, ge=0, description="offload: characters of the result the preview shows."
+    )
+    offload_expand_max_chars: int = Field(
+        8000, ge=1, description="offload: the most characters one ctxmw_expand call returns."
+    )
+    # --- end of the offload block --------------------------------------------------------------
 
     def __init__(self, **values: Any) -> None:
         try:

@@ -52,6 +52,12 @@ def pytest_addoption(parser: pytest.Parser) -> None:
         help="with --live: an unreachable server fails the live tests instead of skipping them "
         "(.ci/run passes it once it has started the server)",
     )
+    parser.getgroup("ctxmw browser tests").addoption(
+        "--browser-require",
+        action="store_true",
+        help="tests marked browser fail, instead of skipping, when Chromium or Playwright is "
+        "missing (.ci/run passes it after installing both)",
+    )
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:

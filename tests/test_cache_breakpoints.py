@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import itertools
 import json
 from typing import Any
 
@@ -14,7 +15,13 @@ import respx
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.strategies.cache_breakpoints import CacheBreakpoints, cache_breakpoints
-from ctxmw.telemetry.marks import count_marks, is_marked
+from ctxmw.telemetry.marks import (
+    MAX_BREAKPOINTS,
+    count_marks,
+    is_marked,
+    plan_marks,
+    within_lookback,
+)
 from ctxmw.types import Messages, StrategyContext
 from tests import _provider_bodies as bodies
 from tests._synthetic import TOOLS, session
@@ -52,10 +59,48 @@ async def test_marks_the_stable_prefix_end_and_the_last_message() -> None:
         for i, m in enumerate(before)
         if any(tc["id"] == first_new for tc in m.get("tool_calls") or ())
     )
-    assert marked(prompt) == [opener - 1, len(prompt) - 1]
-    assert [m for i, m in enumerate(prompt) if i not in (opener - 1, len(prompt) - 1)] == [
-        m for i, m in enumerate(before) if i not in (opener - 1, len(before) - 1)
+    # The stable head (1h), the tail (5m) and, the epoch's new calls being longer than the
+    # 20-block lookback, 5m bridges between them, each within the lookback of the next.
+    marks = marked(prompt)
+    assert (marks[0], marks[-1]) == (opener - 1, len(prompt) - 1)
+    assert len(marks) == 4
+    assert all(within_lookback(prompt, a, b) for a, b in itertools.pairwise(marks))
+    ttls = [part["cache_control"].get("ttl", "5m") for part in _mark_parts(prompt, marks)]
+    assert ttls == ["1h", "5m", "5m", "5m"]
+    assert c.stats["cache_breakpoints"]["marks"] == [
+        [i, t] for i, t in zip(marks, ttls, strict=True)
     ]
+    assert [m for i, m in enumerate(prompt) if i not in marks] == [
+        m for i, m in enumerate(before) if i not in marks
+    ]
+
+
+def _mark_parts(prompt: Messages, marks: list[int]) -> list[dict[str, Any]]:
+    out = []
+    for i in marks:
+        content = prompt[i].get("content")
+        out.append(content[-1] if isinstance(content, list) else prompt[i])
+    return out
+
+
+def test_no_bridge_when_the_tail_is_within_the_lookback_of_the_head() -> None:
+    messages, _ = session(30)
+    plan = plan_marks(messages[:12], head=3)
+    assert plan == [(3, "1h"), (11, "5m")]
+    assert plan_marks(messages[:12], head=None) == [(11, "5m")]
+
+
+def test_a_long_step_gets_bridges_within_the_mark_limit() -> None:
+    messages, _ = session(120)
+    plan = plan_marks(messages, head=None)
+    assert len(plan) == MAX_BREAKPOINTS
+    indices = [i for i, _ in plan]
+    assert all(within_lookback(messages, a, b) for a, b in itertools.pairwise(indices))
+    assert plan_marks(messages, head=None, budget=2) == plan[-2:]
+    assert (
+        plan_marks(messages, head=None, taken={len(messages) - 1}, budget=1)[0][0]
+        < len(messages) - 1
+    )
 
 
 def test_implicit_caching_models_are_left_alone() -> None:
@@ -109,6 +154,7 @@ async def test_the_body_litellm_sends_to_anthropic(monkeypatch: pytest.MonkeyPat
     assert "cache_control" in last
     stable = prompt[marked(prompt)[0]]
     assert any(_block_holds(block, stable) for block in marks)
+    assert marks[0]["cache_control"]["ttl"] == "1h"  # litellm keeps it
 
 
 def _marks(body: dict[str, Any]) -> Any:

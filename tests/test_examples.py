@@ -16,6 +16,11 @@ PROMISES = {
         "The retried call's last message: Also check the nightly logs.",
         "Delivered notes on record: 1",
     ],
+    "cache_alerts.py": [
+        "ALERT bust_tools:",
+        "ctxmw stats --check exit code: 1",
+        "self-contained",
+    ],
     "tool_agent.py": [
         "Model calls: 3",
         "I reordered 24",

@@ -11,8 +11,9 @@ import anyio
 import litellm
 import pytest
 
+import ctxmw
 from ctxmw import Settings, budget, validate
-from ctxmw.strategies.summarize import Summarize, clear_cache
+from ctxmw.strategies.summarize import ALIGNED_MARK, Summarize, clear_cache
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import DURABLE_LINES, durable_trace, quarter_counter
 
@@ -57,7 +58,8 @@ def run(messages: Messages, fake: Callable[..., Any], s: Settings) -> tuple[Mess
 def test_the_model_summary_replaces_the_older_part() -> None:
     msgs = durable_trace()
     fake = FakeCompletion(FAITHFUL)
-    out, ctx = run(msgs, fake, settings_for(msgs, summary_model="cheap-model"))
+    s = settings_for(msgs, summary_model="cheap-model", summary_mode="cheap")
+    out, ctx = run(msgs, fake, s)
     validate(out)
     assert out[2]["role"] == "user"
     assert out[2]["content"].endswith(FAITHFUL)
@@ -131,3 +133,45 @@ def test_without_an_injected_function_litellm_acompletion_is_used(
     out = anyio.run(summarize, msgs, ctx)
     assert len(fake.requests) == 1
     assert out[2]["content"].endswith(FAITHFUL)
+
+
+def test_an_aligned_request_is_the_prompt_plus_one_instruction_to_the_agents_model() -> None:
+    msgs = durable_trace()
+    fake = FakeCompletion(FAITHFUL)
+    ctx = StrategyContext(settings=settings_for(msgs), completion=fake, model="agent-model")
+    out = anyio.run(summarize, msgs, ctx)
+    request = fake.requests[0]
+    assert request["model"] == "agent-model"
+    assert "tools" not in request  # the session fills in its own tools and connection
+    assert request["messages"][:-1] == msgs
+    instruction = request["messages"][-1]
+    assert instruction["role"] == "user"
+    assert instruction["content"].startswith(ALIGNED_MARK)
+    kept = len(msgs) - 22  # the head (system, task) and 20 folded messages
+    assert f"except the last {kept} message(s)" in instruction["content"]
+    for heading in ("## Intent", "## Decisions", "## Files", "## Open items", "## Identifiers"):
+        assert heading in instruction["content"]
+    assert "- ORD-1042" in instruction["content"].splitlines()
+    assert "earlier summary" not in instruction["content"]
+    assert out[2]["content"].endswith(FAITHFUL)
+
+
+def test_the_next_aligned_fold_is_anchored_on_the_summary_already_sent() -> None:
+    msgs = durable_trace(turns=29)
+    s = settings_for(msgs[:38])
+    fake = FakeCompletion(FAITHFUL, FAITHFUL)
+    memo: dict[str, Any] = {}
+    first_ctx = StrategyContext(settings=s, completion=fake, model="m", memo=memo)
+    first = anyio.run(summarize, msgs[:38], first_ctx)
+    ctx = StrategyContext(settings=s, completion=fake, model="m", memo=memo)
+    anyio.run(summarize, msgs, ctx)
+    request = fake.requests[1]["messages"]
+    # The agent's prompt as it stands (the earlier summary in place), plus one instruction.
+    assert request[:-1] == [*first, *msgs[38:]]
+    assert "including the earlier summary" in request[-1]["content"]
+    assert ctx.stats["summarize"]["folded"] == 40
+
+
+def test_summary_mode_is_checked() -> None:
+    with pytest.raises(ctxmw.SettingsError, match="summary_mode"):
+        Settings(summary_mode="fancy")

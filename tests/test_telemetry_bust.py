@@ -59,3 +59,20 @@ def test_untraced_change_after_the_chain_names_no_strategy() -> None:
         "strategy": None,
         "message_index": 0,
     }
+
+
+def test_a_moved_system_prompt_is_named_before_the_transcript() -> None:
+    prev = shape([b"s", b"a"], ("x", [b"s", b"a"]))
+    cur = shape([b"S", b"a", b"b"], ("x", [b"S", b"a", b"b"]))
+    assert attribute_bust(prev, cur, 0, True, system=True) == {
+        "cause": "system",
+        "strategy": None,
+        "message_index": 0,
+    }
+
+
+def test_a_system_prompt_a_strategy_moved_names_it() -> None:
+    prev = shape([b"a"], ("stamp", [b"s1", b"a"]))
+    cur = shape([b"a", b"b"], ("stamp", [b"s2", b"a", b"b"]))
+    bust = attribute_bust(prev, cur, 0, True, system=True)
+    assert bust == {"cause": "system", "strategy": "stamp", "message_index": 0}

@@ -99,10 +99,20 @@ def test_marked_prefix_stops_at_the_previous_calls_last_mark() -> None:
     counter = ApproxCounter()
     tracker = PrefixTracker(counter)
     marked = list(messages)
-    marked[2] = with_mark(messages[2])
+    k = len(messages) - 5
+    marked[k] = with_mark(messages[k])
     tracker.observe("m", marked, None)
-    result = tracker.observe("m", [*messages, {"role": "user", "content": "more"}], None)
-    assert result.marked_prefix_tokens == sum(counter.message_tokens("m", m) for m in messages[:3])
+    # The entry is only read through a mark of this call within the 20-block lookback.
+    tail = with_mark({"role": "user", "content": "more"})
+    result = tracker.observe("m", [*messages, tail], None)
+    expected = sum(counter.message_tokens("m", m) for m in messages[: k + 1])
+    assert result.marked_prefix_tokens == expected
+    tracker.observe("m", marked, None)
+    unmarked = tracker.observe("m", [*messages, {"role": "user", "content": "more"}], None)
+    assert unmarked.marked_prefix_tokens == 0  # no breakpoint in the request: nothing is read
+    tracker.observe("m", [*messages[:3], with_mark(messages[3]), *messages[4:]], None)
+    far = tracker.observe("m", [*messages, tail], None)  # 29 blocks from that mark to this one
+    assert far.marked_prefix_tokens == 0
 
 
 def test_canonical_form_ignores_marks_and_a_lone_text_part() -> None:

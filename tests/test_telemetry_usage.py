@@ -25,8 +25,8 @@ def fake_credentials(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 CASES = [
-    # model, URL litellm must call, body, prompt, reads, writes
-    ("gpt-4o", "https://api.openai.com/v1/chat/completions", bodies.OPENAI, 2006, 1920, 0),
+    # model, URL litellm must call, body, prompt, reads, writes (None: the provider reports none)
+    ("gpt-4o", "https://api.openai.com/v1/chat/completions", bodies.OPENAI, 2006, 1920, None),
     (
         "anthropic/claude-sonnet-4-5-20250929",
         "https://api.anthropic.com/v1/messages",
@@ -41,7 +41,7 @@ CASES = [
         bodies.GEMINI,
         2100,
         1024,
-        0,
+        None,
     ),
     (
         "bedrock/converse/anthropic.claude-3-5-sonnet-20240620-v1:0",
@@ -58,7 +58,7 @@ CASES = [
         bodies.DEEPSEEK,
         1500,
         1280,
-        0,
+        None,
     ),
 ]
 
@@ -66,7 +66,7 @@ CASES = [
 @pytest.mark.anyio
 @pytest.mark.parametrize(("model", "url", "body", "prompt", "reads", "writes"), CASES)
 async def test_provider_cache_fields_read_right(
-    model: str, url: str, body: dict[str, Any], prompt: int, reads: int, writes: int
+    model: str, url: str, body: dict[str, Any], prompt: int, reads: int, writes: int | None
 ) -> None:
     with respx.mock(using="httpx") as router:
         route = router.post(url).mock(return_value=httpx.Response(200, json=body))

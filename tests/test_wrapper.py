@@ -11,6 +11,7 @@ import pytest
 import ctxmw
 from ctxmw import StrategyContext
 from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry.levers import conversation_key
 from ctxmw.testing import FakeCompletion, text, tool_calls
 
 pytestmark = pytest.mark.anyio
@@ -48,11 +49,14 @@ async def test_without_tools_it_is_one_call_with_the_strategies_applied() -> Non
         model=MODEL, messages=HISTORY, prompt_strategies=[shout], completion=fake, temperature=0.2
     )
     assert result is response
+    sent = [HISTORY[0], {"role": "user", "content": "HI"}]
     assert fake.calls == [
         {
             "model": MODEL,
-            "messages": [HISTORY[0], {"role": "user", "content": "HI"}],
+            "messages": sent,
             "temperature": 0.2,
+            # OpenAI takes a prompt_cache_key: one per conversation, from its head (issue 15)
+            "prompt_cache_key": conversation_key(sent),
         }
     ]
     assert HISTORY[1]["content"] == "Hi"  # the caller's messages are untouched

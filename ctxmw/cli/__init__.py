@@ -3,15 +3,15 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from collections.abc import Callable, Sequence
 from typing import cast
 
 from ctxmw import __version__, list_strategies
-from ctxmw.cli._args import Parser, check_folder_of, positive_int, run_command
+from ctxmw.cli._args import Parser, positive_int, run_command
 from ctxmw.cli.inbox import add_inbox_commands
 from ctxmw.cli.replay import add_replay_command
 from ctxmw.cli.show import add_show_command
+from ctxmw.cli.stats import add_stats_command
 
 __all__ = ["main"]
 
@@ -59,9 +59,7 @@ def _parser() -> argparse.ArgumentParser:
     demo.add_argument("--api-base", help="run against a real OpenAI-compatible endpoint")
     demo.add_argument("--api-key", help="the API key for --model / --api-base")
     add_inbox_commands(sub, _add)
-    stats = _add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
-    stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
-    stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
+    add_stats_command(sub, _add)
     add_show_command(sub, _add)
     add_replay_command(sub, _add)
     return parser
@@ -90,22 +88,6 @@ def _cmd_demo(args: argparse.Namespace) -> int:
     from ctxmw.demo._cli import run_demo_command
 
     return run_demo_command(args)
-
-
-def _cmd_stats(args: argparse.Namespace) -> int:
-    from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
-
-    if args.plot:
-        check_folder_of(args.plot, "--plot")
-    records = load_ledgers(args.ledgers, on_skip=lambda note: _note("stats", note))
-    print(format_table(summarise(records)))
-    if args.plot:
-        print(f"plot: {plot_ledger(records, args.plot)}")
-    return 0
-
-
-def _note(command: str, text: str) -> None:
-    print(f"ctxmw {command}: {text}", file=sys.stderr)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -171,7 +171,7 @@ async def _run_one(
         calls=len(records),
         prompt_tokens=sum(r.prompt_tokens for r in records),
         peak_prompt_tokens=max((r.prompt_tokens for r in records), default=0),
-        cached_reported=sum(r.cache_read_tokens for r in records),
+        cached_reported=sum(r.cache_read_tokens or 0 for r in records),
         cached_expected=sum(r.expected_cached_tokens for r in records),
         cost_usd=_cost(records),
         results_full=kept.full,

@@ -176,9 +176,7 @@ class _Run:
         minimum = breakpoint_minimum(self.model)
         previous = 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
-        memo: dict[
-            str, Any
-        ] = {}  # one session's scratch, as in a Session: per-call work stays small
+        memo: dict[str, Any] = {}  # one transcript is one session (offload keeps its store here)
         for point in call_points(messages):
             ctx = StrategyContext(settings=self.settings, model=self.model, memo=memo)
             sent = messages[:point]

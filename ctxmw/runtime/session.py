@@ -40,6 +40,7 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import os
 import time
@@ -63,6 +64,7 @@ from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
+from ctxmw.runtime.offload import OffloadOption, wire_offload
 from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
@@ -77,6 +79,8 @@ from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 logger = logging.getLogger("ctxmw")
 
 __all__ = ["Session", "ToolSpec"]
+
+_NOT_FOR_SIDE_CALLS = ("stream", "stream_options")
 
 ToolSpec = Mapping[str, Any] | Callable[..., Any]
 """An item of ``tools=``: an OpenAI tool dict or a Python callable (sync or async)."""
@@ -101,6 +105,10 @@ class Session:
         on_call: telemetry hooks, called with each call's :class:`~ctxmw.telemetry.CallRecord`
             (sync or async; a failing hook is logged, never raised).
         session: the telemetry session id (default: the save_file path, else a random id).
+        offload: True (or a strategy list naming ``offload``): large tool results are sent as
+            a preview and a handle, the originals kept beside the save_file (else in memory),
+            and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
+            :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
         clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
             strategies see the time since the previous call); default ``time.time``.
         **completion_kwargs: passed to every model call (``temperature``, ``api_base``, ...).
@@ -123,13 +131,20 @@ class Session:
         completion: CompletionFn | None = None,
         on_call: Sequence[Callable[..., Any]] = (),
         session: str | None = None,
+        offload: OffloadOption = None,
         clock: Callable[[], float] = time.time,
         **completion_kwargs: Any,
     ) -> None:
         self.model = model
         self.settings = resolve_settings(settings, strategy_options)
-        self.strategies = resolve_strategies(prompt_strategies, self.settings)
         self.tools = ToolSet.build(tools)
+        self.strategies, self.offload_store = wire_offload(
+            offload,
+            resolve_strategies(prompt_strategies, self.settings),
+            self.tools,
+            save_file,
+            self.settings,
+        )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
         self._system = system
@@ -354,11 +369,13 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
+        side = functools.partial(self._side_call, list(turn.working), round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
             model=self.model,
             round=round_,
+            completion=side,
             memo=self._memo,
             hold_inbox=True,
             now=self._clock(),
@@ -396,11 +413,29 @@ class Session:
             await self._record(call, response, time.perf_counter() - started)
         return response
 
+    async def _side_call(self, transcript: Messages, round_: int, **kwargs: Any) -> Any:
+        """A strategy's own model call (a summary): this session's completion function, its
+        connection arguments and tools, and its telemetry (recorded as ``kind="summary"``).
+
+        ``kwargs`` override the session's; a value of None removes a key (``tools=None``).
+        Summaries are never streamed.
+        """
+        wire = {**self.wire_kwargs(list(kwargs.pop("messages", []))), **kwargs}
+        wire = {k: v for k, v in wire.items() if v is not None and k not in _NOT_FOR_SIDE_CALLS}
+        completion = self._completion or default_completion()
+        started = time.perf_counter()
+        response = await completion(**wire)
+        if self.settings.telemetry:
+            call = _Call(transcript, StrategyContext(self.settings), [], round_, "summary")
+            call.kwargs = wire
+            await self._record(call, response, time.perf_counter() - started)
+        return response
+
     async def _record(self, call: _Call, response: Any, latency: float, stream: Any = None) -> None:
         """Telemetry for one finished call; it never breaks the call it describes."""
         try:
             await self.recorder.record(
-                model=self.model,
+                model=str(call.kwargs.get("model", self.model)),
                 wire_kwargs=call.kwargs,
                 transcript=call.transcript,
                 trace=call.trace,
@@ -409,6 +444,7 @@ class Session:
                 latency_s=latency,
                 round=call.round,
                 stream=stream,
+                kind=call.kind,
             )
         except Exception:
             logger.warning(
@@ -460,6 +496,7 @@ class _Call:
     ctx: StrategyContext
     trace: list[tuple[str, Messages]]
     round: int
+    kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
 

@@ -1,21 +1,26 @@
 """``cache_breakpoints``: place Anthropic / Bedrock Claude cache marks where they pay.
 
 Providers that cache only at explicit breakpoints read a cached prefix only up to a block marked
-``cache_control``. This strategy marks two places, newest first, within the provider's limit of
-four marks per request, counting the marks already there (the caller's own, and those litellm
-adds from ``cache_control_injection_points`` when the strategy is built with them):
+``cache_control``, four marks at most per request, and look for an earlier cache entry at most
+20 blocks before each mark. The plan (:func:`ctxmw.telemetry.marks.plan_marks`), newest first,
+within the four, counting the marks already there (the caller's own, and those litellm adds
+from ``cache_control_injection_points`` when the strategy is built with them):
 
-1. the last message, so the next call (which extends this prompt) reads all of it;
-2. the end of the stable prefix: the last message before the current epoch's new calls. That
-   prefix stays byte-stable for the whole epoch, so it still pays when the tail moves (an inbox
-   notice that is gone next call, a breakpoint more than 20 blocks back).
+1. the last message, with the default 5-minute TTL: the next call extends this prompt;
+2. the end of the stable prefix (the last message before the current epoch's new calls), with
+   a 1-hour TTL: that prefix stays byte-stable for the whole epoch, so it still pays when the
+   tail moves or the agent pauses longer than 5 minutes;
+3. bridges (5 minutes) every 20 blocks back from the tail while the tail is further than that
+   from the stable prefix, so the previous call's tail is still found after a long step.
 
 The epoch comes from the epoch strategy's ``ctx.stats`` entry (``keep_full`` minus
 ``epoch_full_tool_calls`` = the current epoch's calls). Without one (no epoch strategy ran, or
 it changed nothing) it is computed from these messages with ``increment_epoch_plan``; below the
 epoch threshold there is no stable-prefix mark. A message that already carries a mark is not
-marked again. For implicitly caching providers (OpenAI, DeepSeek, xAI, Gemini) the input is
-returned unchanged. The input is never mutated: a marked message is a new dict.
+marked again. The plan is also put in ``ctx.stats["cache_breakpoints"]["marks"]`` as
+``[index, ttl]`` pairs, and the ledger lists every mark the payload carried with its TTL
+(``cache_marks``). For implicitly caching providers (OpenAI, DeepSeek, xAI, Gemini) the input
+is returned unchanged. The input is never mutated: a marked message is a new dict.
 """
 
 from __future__ import annotations
@@ -27,7 +32,13 @@ from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.strategies._epochs import repeat_positions
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
-from ctxmw.telemetry.marks import MAX_BREAKPOINTS, count_marks, injected_indices, is_marked
+from ctxmw.telemetry.marks import (
+    MAX_BREAKPOINTS,
+    count_marks,
+    injected_indices,
+    is_marked,
+    plan_marks,
+)
 from ctxmw.telemetry.marks import with_mark as _with_mark
 from ctxmw.telemetry.rules import uses_breakpoints
 from ctxmw.types import Messages, StrategyContext
@@ -47,23 +58,19 @@ class CacheBreakpoints:
         self.injection_points = list(injection_points or ())
 
     def __call__(self, messages: Messages, ctx: StrategyContext) -> Messages:
-        """Return ``messages`` with at most two new marks (see the module docstring)."""
+        """Return ``messages`` with the planned marks (see the module docstring)."""
         if not messages or not ctx.model or not uses_breakpoints(ctx.model):
             return messages
         injected = injected_indices(messages, self.injection_points)
         budget = MAX_BREAKPOINTS - sum(map(count_marks, messages)) - len(injected)
-        targets: list[int | None] = [len(messages) - 1, _stable_end(messages, ctx)]
-        chosen: list[int] = []
-        for i in targets:
-            if budget <= len(chosen) or i is None or i < 0 or i in chosen:
-                continue
-            if not is_marked(messages[i]) and i not in injected:
-                chosen.append(i)
-        if not chosen:
+        taken = injected | {i for i, m in enumerate(messages) if is_marked(m)}
+        plan = plan_marks(messages, head=_stable_end(messages, ctx), taken=taken, budget=budget)
+        ctx.stats["cache_breakpoints"] = {"marks": [[i, ttl] for i, ttl in plan]}
+        if not plan:
             return messages
         out = list(messages)
-        for i in chosen:
-            out[i] = _with_mark(messages[i])
+        for i, ttl in plan:
+            out[i] = _with_mark(messages[i], ttl if ttl != "5m" else None)
         return out
 
 

@@ -1,17 +1,30 @@
-"""``summarize``: a cheap model summarises the older history, checked for every durable item.
+"""``summarize``: a model summarises the older history, checked for every durable item.
 
-Same trigger and the same stepped range as ``compact`` (see ``_fold``), but the folded messages
-are summarised by ``summary_model`` through ``ctx.completion`` (default ``litellm.acompletion``),
-with a prompt that demands every id, amount and explicit decision be kept and lists the durable
-items literally. The survival check runs on the answer; if an item is missing, or the call
-fails, the strategy falls back to ``compact``'s model-free summary (truncation that keeps the
-durable lines) and logs why.
+Same trigger and the same stepped range as ``compact`` (see ``_fold``). Two ways to ask
+(``summary_mode``):
 
-Summaries are cached in-process (a module-level LRU of :data:`CACHE_SIZE` entries) keyed by a
-digest of the folded messages, the summary model, the durable patterns and
-:data:`PROMPT_VERSION`. Both outcomes are cached, so within one step every call sends the same
-bytes and the model is asked once; the next step folds a new range and asks again. Two
-concurrent calls for the same range may both ask the model; the first answer cached wins.
+* ``aligned`` (default): the summary request is the agent's own prompt, as it would be sent now
+  without the new fold, plus one trailing instruction (:data:`ALIGNED_PROMPT`): the same model
+  (``ctx.model``), and, inside a ``Session``, the same tools and connection arguments. Its bytes up
+  to the fold repeat the agent's previous call, so the provider reads almost all of it from its
+  prompt cache. The answer is a structured summary (intent, decisions, files, open items,
+  identifiers verbatim), *anchored*: a later fold asks for the new summary on top of the earlier
+  one, which the prompt already holds, and the earlier summary's content is carried forward.
+* ``cheap``: a separate short prompt (:data:`SUMMARY_PROMPT` and the folded text) to
+  ``summary_model``, without the agent's tools.
+
+Either way the call goes through ``ctx.completion`` (a Session passes its own completion
+function, connection arguments and telemetry: the ledger marks the call ``"kind": "summary"``;
+default ``litellm.acompletion``). The survival check runs on the answer; if an item is missing,
+or the call fails, the strategy falls back to ``compact``'s model-free summary (truncation that
+keeps the durable lines) and logs why.
+
+A summary is frozen until the next fold: summaries are cached in-process (a module-level LRU of
+:data:`CACHE_SIZE` entries) keyed by a digest of the folded messages, the mode, the model, the
+durable patterns and :data:`PROMPT_VERSION`. Both outcomes are cached, so within one step every
+call sends the same bytes and the model is asked once; the next step folds a new range and asks
+again. Two concurrent calls for the same range may both ask the model; the first answer cached
+wins. The session's memo remembers the fold last sent, which anchors the next one.
 """
 
 from __future__ import annotations
@@ -34,9 +47,12 @@ from ctxmw.strategies._fold import (
     survival_loss,
 )
 from ctxmw.strategies._registry import register_strategy
-from ctxmw.types import Messages, StrategyContext
+from ctxmw.strategies._summary_prompts import ALIGNED_MARK, ALIGNED_PROMPT, EARLIER, SUMMARY_PROMPT
+from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = [
+    "ALIGNED_MARK",
+    "ALIGNED_PROMPT",
     "CACHE_SIZE",
     "PROMPT_VERSION",
     "SUMMARY_PROMPT",
@@ -45,17 +61,8 @@ __all__ = [
     "summarize",
 ]
 
-PROMPT_VERSION = "1"
+PROMPT_VERSION = "2"
 CACHE_SIZE = 256
-
-SUMMARY_PROMPT = """\
-You compress the earlier part of an agent's conversation so the agent can continue its work.
-Write a brief summary of the excerpt: what was asked, what was done, what was found, what is
-still open. Keep every identifier (order ids, ticket and tracking numbers, file names), every
-amount and every explicit decision, copied character for character. Copy every line that starts
-with DECISION, OPEN or ERROR verbatim on its own line. These items must appear verbatim:
-{items}
-Answer with the summary only."""
 
 _cache: OrderedDict[str, str | None] = OrderedDict()
 
@@ -66,7 +73,7 @@ def clear_cache() -> None:
 
 
 class Summarize:
-    """Summarise older history with a cheap model; survival-checked, cached, stepped.
+    """Summarise older history with a model; survival-checked, cached, stepped.
 
     Args:
         counter: a :class:`~ctxmw.context.tokens.TokenCounter`; default litellm's for the call's
@@ -88,8 +95,10 @@ class Summarize:
             text = mechanical_summary(messages, fold, ctx.settings.resolved_durable_patterns)
             lost = survival_loss(messages, fold, text, ctx.settings)
             if lost:
+                _freeze(ctx, None)
                 return refuse("summarize", lost, messages, ctx)
         stats.update(folded=fold.size, source=source, cached=cached)
+        _freeze(ctx, (fold, text, digest(messages[fold.start : fold.end])))
         return splice(messages, fold, text)
 
     async def _summary(
@@ -98,7 +107,8 @@ class Summarize:
         """The checked model summary (None: fall back) and whether it came from the cache."""
         s = ctx.settings
         folded = messages[fold.start : fold.end]
-        key = digest(folded, s.summary_model, PROMPT_VERSION, *s.resolved_durable_patterns)
+        model = _model(ctx)
+        key = digest(folded, s.summary_mode, model, PROMPT_VERSION, *s.resolved_durable_patterns)
         if key in _cache:
             _cache.move_to_end(key)
             return _cache[key], True
@@ -111,18 +121,16 @@ class Summarize:
         return text, False
 
     async def _ask(self, messages: Messages, fold: Fold, ctx: StrategyContext) -> str | None:
-        items = folded_items(messages, fold, ctx.settings.resolved_durable_patterns)
-        request = [
-            {"role": "system", "content": SUMMARY_PROMPT.format(items=_bullets(items))},
-            {"role": "user", "content": transcript_text(messages[fold.start : fold.end])},
-        ]
+        request = summary_request(messages, fold, ctx)
+        model = _model(ctx)
+        extra: dict[str, Any] = {} if ctx.settings.summary_mode == "aligned" else {"tools": None}
         try:
-            response = await _completion(ctx)(model=ctx.settings.summary_model, messages=request)
+            response = await _completion(ctx)(model=model, messages=request, **extra)
             text = response_text(response)
         except Exception as exc:  # any provider failure: fall back, never break the call
             ctx.logger.warning(
                 "ctxmw: summarize fell back to truncation: the summary call to %r failed: %s: %s",
-                ctx.settings.summary_model,
+                model,
                 type(exc).__name__,
                 exc,
             )
@@ -132,11 +140,50 @@ class Summarize:
             ctx.logger.warning(  # the items are message content: counted, never logged
                 "ctxmw: summarize fell back to truncation: the summary by %r dropped %d durable "
                 "item(s).",
-                ctx.settings.summary_model,
+                model,
                 len(lost),
             )
             return None
         return text
+
+
+def summary_request(messages: Messages, fold: Fold, ctx: StrategyContext) -> Messages:
+    """The messages of the summary request for ``fold`` (see the module docstring)."""
+    items = _bullets(folded_items(messages, fold, ctx.settings.resolved_durable_patterns))
+    if ctx.settings.summary_mode == "cheap":
+        return [
+            {"role": "system", "content": SUMMARY_PROMPT.format(items=items)},
+            {"role": "user", "content": transcript_text(messages[fold.start : fold.end])},
+        ]
+    earlier = _frozen(ctx, messages, fold)
+    prompt = splice(messages, earlier[0], earlier[1]) if earlier else list(messages)
+    kept = len(messages) - fold.end
+    text = ALIGNED_PROMPT.format(kept=kept, earlier=EARLIER if earlier else "", items=items)
+    instruction: Message = {"role": "user", "content": text}
+    return [*prompt, instruction]
+
+
+def _model(ctx: StrategyContext) -> str:
+    if ctx.settings.summary_mode == "aligned" and ctx.model:
+        return ctx.model
+    return ctx.settings.summary_model
+
+
+def _freeze(ctx: StrategyContext, sent: tuple[Fold, str, str] | None) -> None:
+    """Remember the fold this call sends (None: it sent none), to anchor the next one."""
+    if ctx.memo is not None:
+        ctx.memo["summarize"] = sent
+
+
+def _frozen(ctx: StrategyContext, messages: Messages, fold: Fold) -> tuple[Fold, str] | None:
+    """The fold the previous call sent, if it is still the start of this one."""
+    entry = ctx.memo.get("summarize") if ctx.memo is not None else None
+    if entry is None:
+        return None
+    earlier, text, key = entry
+    if earlier.start != fold.start or earlier.end > fold.end:
+        return None
+    return (earlier, text) if digest(messages[earlier.start : earlier.end]) == key else None
 
 
 def _completion(ctx: StrategyContext) -> Callable[..., Awaitable[Any]]:

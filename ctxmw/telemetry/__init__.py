@@ -2,14 +2,18 @@
 
 The pure parts (reading usage, measuring a common prefix, provider caching rules, bust
 attribution) know nothing of strategies or of the loop; :class:`CallRecorder` ties them together
-for the wrapper, and :mod:`ctxmw.telemetry.stats` summarises ledgers. litellm is imported lazily.
+for the wrapper; :mod:`~ctxmw.telemetry.alerts` evaluates the alert rules,
+:mod:`~ctxmw.telemetry.otel` exports to OpenTelemetry, :mod:`ctxmw.telemetry.stats` summarises
+ledgers and :mod:`~ctxmw.telemetry.report` draws them. litellm is imported lazily.
 """
 
 from __future__ import annotations
 
 from ctxmw.messages.canonical import DigestCache, canonical_bytes, payload_digest, tools_digest
+from ctxmw.telemetry.alerts import Alert, AlertRules, AlertState
 from ctxmw.telemetry.bust import Bust, CallShape, attribute_bust, call_shape
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter, TokenCounter
+from ctxmw.telemetry.otel import OtelExport
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker, common_prefix_length
 from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, ledger_path, log_record
 from ctxmw.telemetry.recorder import CallRecorder
@@ -24,6 +28,9 @@ from ctxmw.telemetry.usage import UsageReport, read_stream_usage, read_usage, wi
 
 __all__ = [
     "CACHE_RULES",
+    "Alert",
+    "AlertRules",
+    "AlertState",
     "ApproxCounter",
     "Bust",
     "CallHook",
@@ -33,6 +40,7 @@ __all__ = [
     "DigestCache",
     "LedgerWriter",
     "LiteLLMCounter",
+    "OtelExport",
     "PrefixResult",
     "PrefixTracker",
     "TokenCounter",

@@ -4,9 +4,12 @@ A call *busts* when the previous call's payload is not a prefix of this one. The
 checked in this order:
 
 1. ``tools``: the tools list changed (it precedes every message, so everything after it moved);
-2. ``transcript``: the caller's own transcript (the strategies' input) is not an extension of
+2. ``system``: the first message that differs is a system (or developer) message: the system
+   prompt moved, whoever moved it (``strategy`` names the strategy when the caller's transcript
+   only grew);
+3. ``transcript``: the caller's own transcript (the strategies' input) is not an extension of
    the previous one (an edited or removed message);
-3. ``strategy``: the first strategy, in chain order, whose output stopped extending its previous
+4. ``strategy``: the first strategy, in chain order, whose output stopped extending its previous
    output; ``strategy`` names it (None when no trace was given or nothing traced moved, i.e.
    something after the chain changed the payload).
 
@@ -61,7 +64,12 @@ def call_shape(
 
 
 def attribute_bust(
-    previous: CallShape | None, current: CallShape, first_diff: int | None, broke: bool
+    previous: CallShape | None,
+    current: CallShape,
+    first_diff: int | None,
+    broke: bool,
+    *,
+    system: bool = False,
 ) -> Bust | None:
     """Name the cause of a bust, or return None when the prefix did not shrink.
 
@@ -70,12 +78,17 @@ def attribute_bust(
         current: this call's shape.
         first_diff: index of the first payload message that differs from the previous payload.
         broke: whether the previous payload is not a prefix of this one.
+        system: the first differing payload message is a system or developer message.
     """
     if previous is None or not broke:
         return None
     if previous.tools != current.tools:
         return Bust(cause="tools", strategy=None, message_index=None)
-    if not _extends(previous.transcript, current.transcript):
+    grew = _extends(previous.transcript, current.transcript)
+    if system:
+        moved = _moved_stage(previous, current) if grew else None
+        return Bust(cause="system", strategy=moved, message_index=first_diff)
+    if not grew:
         return Bust(cause="transcript", strategy=None, message_index=first_diff)
     return Bust(
         cause="strategy", strategy=_moved_stage(previous, current), message_index=first_diff

@@ -6,6 +6,9 @@ common prefix of whole blocks with the previous call: the tools list counts as t
 (a changed tools list invalidates everything after it), then each message. It also measures the
 leading text the first differing message shares with the previous call's message at that place
 (``partial_tokens``): a token-granular cache (llama.cpp's) reads that too, a block cache does not.
+Such a cache also holds the tokens it generated for the previous call: when this call's payload
+extends the previous one with exactly the reply the previous call got (see :meth:`note_reply`),
+that message is counted as ``reply_tokens``.
 
 Cost per call: a digest lookup per message (by object identity, see ``canonical``), a list
 comparison of digests, and tokenizing only the messages whose canonical bytes were never counted
@@ -15,6 +18,7 @@ before. Old messages are never recounted; cumulative sums of the common part are
 from __future__ import annotations
 
 import os
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -28,9 +32,16 @@ from ctxmw.telemetry.counters import (
     template_tools_tokens,
     text_tokens,
 )
-from ctxmw.telemetry.marks import injected_indices
+from ctxmw.telemetry.marks import injected_indices, within_lookback
 
-__all__ = ["PrefixResult", "PrefixTracker", "common_prefix_length", "shared_text"]
+__all__ = [
+    "PrefixResult",
+    "PrefixTracker",
+    "ReplyKey",
+    "common_prefix_length",
+    "reply_key",
+    "shared_text",
+]
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +70,12 @@ class PrefixResult:
         partial_tokens: tokens of the leading text (cut at a word boundary) that the first
             differing message shares with the previous payload's message at the same index,
             when both have the same role and text content; 0 otherwise.
+        reply_tokens: tokens of the message right after the previous payload when it is the
+            reply the previous call returned (a token cache generated it: it holds it); 0
+            otherwise.
+        system_changed: the first message that differs from the previous payload is a system
+            or developer message (in either payload).
+        marked: indices of this payload's messages that carry a mark (own or injected).
     """
 
     prompt_tokens: int
@@ -74,6 +91,9 @@ class PrefixResult:
     cumulative_tokens: list[int] = field(default_factory=lambda: [0], repr=False)
     tools_tokens: int = 0
     partial_tokens: int = 0
+    reply_tokens: int = 0
+    system_changed: bool = False
+    marked: frozenset[int] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +126,11 @@ class PrefixTracker:
         self._tokens: dict[bytes, int] = {}
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: _Snapshot | None = None
+        self._reply: ReplyKey | None = None
+
+    def note_reply(self, reply: Mapping[str, Any] | None) -> None:
+        """Remember the reply the last observed call got (None: no usable reply)."""
+        self._reply = reply_key(reply) if reply is not None else None
 
     @property
     def held_tokens(self) -> int:
@@ -120,6 +145,7 @@ class PrefixTracker:
         tools: Sequence[Mapping[str, Any]] | None = None,
         injection_points: Iterable[Any] | None = None,
         template_tools: bool = False,
+        remember: bool = True,
     ) -> PrefixResult:
         """Measure one call's payload against the previous call's, then remember it.
 
@@ -130,6 +156,8 @@ class PrefixTracker:
             injection_points: litellm's ``cache_control_injection_points``, if any.
             template_tools: count the tools as a self-hosted chat template renders them (see
                 :func:`~ctxmw.telemetry.counters.template_tools_tokens`), not as OpenAI does.
+            remember: False for a side call (a summary): the next call is measured against the
+                previous one, not against this.
         """
         prev = self._previous
         digests = self._digests.digests(messages)
@@ -156,7 +184,8 @@ class PrefixTracker:
             ),
         )
         result = self._result(model, prev, snapshot, common, tools_changed)
-        self._previous = snapshot
+        if remember:
+            self._previous = snapshot
         self._digests.rotate()
         return result
 
@@ -182,7 +211,17 @@ class PrefixTracker:
             cumulative_tokens=cur.cumulative,
             tools_tokens=cur.tools_tokens,
             partial_tokens=self._partial(model, prev, cur, common, broke and not tools_changed),
+            reply_tokens=0 if broke else self._reply_tokens(cur, common),
+            system_changed=broke and not tools_changed and _system_at(prev, cur, common),
+            marked=cur.marked,
         )
+
+    def _reply_tokens(self, cur: _Snapshot, common: int) -> int:
+        if self._reply is None or common >= len(cur.messages):
+            return 0
+        if reply_key(cur.messages[common]) != self._reply:
+            return 0
+        return cur.cumulative[common + 1] - cur.cumulative[common]
 
     def _partial(
         self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, measure: bool
@@ -267,6 +306,35 @@ def _layer_totals(cur: _Snapshot) -> dict[str, int]:
     return {"system": system, "history": rest - current, "tool_results": tool, "current": current}
 
 
+ReplyKey = tuple[str, str, tuple[tuple[str, str], ...]]
+"""What makes two assistant messages the same reply: role, text, (tool name, arguments)."""
+
+
+def reply_key(message: Mapping[str, Any]) -> ReplyKey:
+    """A message's reply identity, blind to key order, ``None`` fields and object types."""
+    calls = []
+    for call in _field(message, "tool_calls") or ():
+        function = _field(call, "function")
+        name, arguments = _field(function, "name"), _field(function, "arguments")
+        calls.append((str(name or ""), str(arguments or "")))
+    content = _field(message, "content")
+    text = content if isinstance(content, str) else ""
+    return str(_field(message, "role") or ""), text, tuple(calls)
+
+
+def _field(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _system_at(prev: _Snapshot | None, cur: _Snapshot, index: int) -> bool:
+    roles = [
+        payload.messages[index].get("role")
+        for payload in (prev, cur)
+        if payload is not None and index < len(payload.messages)
+    ]
+    return any(role in ("system", "developer") for role in roles)
+
+
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
     """Length of the longest common prefix of two digest lists.
 
@@ -300,11 +368,15 @@ def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
 
 
 def _marked_prefix(prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool) -> int:
+    """Tokens up to the latest previous-call mark in the common prefix that a mark of this
+    call finds within the provider's 20-block lookback (an entry nobody looks up is not read)."""
     if prev is None or tools_changed:
         return 0
-    inside = [i for i in prev.marked if i < common]
-    if inside:
-        return cur.tools_tokens + cur.cumulative[max(inside) + 1]
+    marks = sorted(cur.marked)
+    for entry in sorted((i for i in prev.marked if i < common), reverse=True):
+        after = bisect_left(marks, entry)
+        if after < len(marks) and within_lookback(cur.messages, entry, marks[after]):
+            return cur.tools_tokens + cur.cumulative[entry + 1]
     return cur.tools_tokens if prev.tools_marked and cur.tools_tokens else 0
 
 

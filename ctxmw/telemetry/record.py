@@ -18,7 +18,9 @@ from typing import Any
 import aiofiles
 import anyio
 
+from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
+from ctxmw.telemetry.marks import CacheMark
 
 __all__ = ["CallHook", "CallRecord", "LedgerWriter", "deliver", "ledger_path", "log_record"]
 
@@ -47,8 +49,9 @@ class CallRecord:
         prefix_tokens_local: tokens of the common prefix with the session's previous call.
         expected_cached_tokens: the prefix passed through the caching rule.
         prompt_tokens: provider-reported prompt tokens (local count when not reported).
-        cache_read_tokens: provider-reported cache reads.
-        cache_write_tokens: provider-reported cache writes.
+        cache_read_tokens: provider-reported cache reads; None (``null``) when the provider
+            reported none: not reported is never 0.
+        cache_write_tokens: provider-reported cache writes; None when not reported.
         completion_tokens: provider-reported completion tokens.
         usage_estimated: the provider reported no usage; token figures are estimates.
         cost_usd: ``litellm.completion_cost`` (None when litellm cannot price the model).
@@ -57,6 +60,13 @@ class CallRecord:
         payload_digest: hex digest of the canonical payload (tools + messages).
         budget: tokens per layer of the payload against the model's input window, with
             utilisation and band (see :func:`ctxmw.budget`); None when not measured.
+        kind: ``"agent"`` for the agent's own calls, ``"summary"`` for a strategy's call
+            (``summarize``) made through the session.
+        cache_marks: the ``cache_control`` marks the payload carried, in order, as
+            ``{"index": i, "ttl": "5m" | "1h"}`` (``index`` -1 for the tools list); None when
+            the payload carried none.
+        prompt_cache_key: the ``prompt_cache_key`` the call sent (None when none was sent).
+        alerts: the alert rules this call made fire (see :mod:`ctxmw.telemetry.alerts`).
     """
 
     ts: str
@@ -75,8 +85,8 @@ class CallRecord:
     prefix_tokens_local: int
     expected_cached_tokens: int
     prompt_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
     completion_tokens: int
     usage_estimated: bool
     cost_usd: float | None
@@ -84,11 +94,17 @@ class CallRecord:
     bust: Bust | None
     payload_digest: str
     budget: dict[str, Any] | None = None
+    kind: str = "agent"
+    cache_marks: tuple[CacheMark, ...] | None = None
+    prompt_cache_key: str | None = None
+    alerts: tuple[Alert, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
         data = asdict(self)
         data["strategies"] = list(self.strategies)
+        data["cache_marks"] = None if self.cache_marks is None else list(self.cache_marks)
+        data["alerts"] = list(self.alerts)
         return data
 
     def to_json(self) -> str:
@@ -107,7 +123,8 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
 
 
 def log_record(logger: logging.Logger, record: CallRecord) -> None:
-    """One INFO line: reported against expected cache reads, and the bust if any."""
+    """One INFO line: reported against expected cache reads, and the bust if any; then one
+    WARNING line per alert the call fired (``ctxmw <rule> <message>``)."""
     bust = record.bust
     cause = ""
     if bust is not None:
@@ -117,19 +134,21 @@ def log_record(logger: logging.Logger, record: CallRecord) -> None:
         if bust["message_index"] is not None:
             cause += f"@{bust['message_index']}"
     logger.info(
-        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%d expected=%d "
+        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%s expected=%d "
         "prefix_local=%d rule=%s%s",
         record.session,
         record.round,
         record.model,
         record.prompt_tokens,
         "~" if record.usage_estimated else "",
-        record.cache_read_tokens,
+        "null" if record.cache_read_tokens is None else record.cache_read_tokens,
         record.expected_cached_tokens,
         record.prefix_tokens_local,
         record.cache_rule,
         cause,
     )
+    for alert in record.alerts:
+        logger.warning("ctxmw %s %s", alert["rule"], alert["message"])
 
 
 async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging.Logger) -> None:

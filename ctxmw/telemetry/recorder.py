@@ -24,22 +24,26 @@ from __future__ import annotations
 import logging
 import os
 from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import anyio
 
-from ctxmw import _litellm
 from ctxmw.context.budget import Budget
 from ctxmw.context.tokens import input_window
 from ctxmw.messages.canonical import DigestCache, tools_digest
 from ctxmw.settings import Settings
+from ctxmw.telemetry.alerts import AlertRules, AlertState
 from ctxmw.telemetry.bust import CallShape, attribute_bust, call_shape
 from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.levers import with_prompt_cache_key
+from ctxmw.telemetry.marks import payload_marks
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, ledger_path
 from ctxmw.telemetry.record import log_record as _log_record
+from ctxmw.telemetry.response import cost_of, provider_of, reply_of
 from ctxmw.telemetry.rules import (
     cache_minimum,
     endpoint,
@@ -62,8 +66,11 @@ class CallRecorder:
     Args:
         session: the session id (the save_file path, or an explicit ``session=`` id).
         save_file: when given, records are appended to ``<stem>.ledger.jsonl`` beside it.
-        settings: supplies ``cache_rule``; defaults to ``Settings()``.
+        settings: supplies ``cache_rule``, ``prompt_cache_key``, ``otel`` and the ``alert_*``
+            rules; defaults to ``Settings()``.
         on_call: hooks called with each record (sync or async); a failing hook is logged.
+            With ``otel=True`` an :class:`~ctxmw.telemetry.otel.OtelExport` on the global
+            providers is added after them.
         logger: where the INFO line goes; the ``"ctxmw"`` logger by default.
         token_counter: counts prompt tokens; litellm's ``token_counter`` by default.
     """
@@ -88,6 +95,12 @@ class CallRecorder:
         self._shape: CallShape | None = None
         self._seen = 0
         self._lock = anyio.Lock()
+        self._alerts = AlertState(AlertRules.from_settings(self.settings))
+        self._otel: list[CallHook] = []
+        if self.settings.otel:
+            from ctxmw.telemetry.otel import OtelExport
+
+            self._otel.append(OtelExport())
 
     @property
     def held_tokens(self) -> int:
@@ -100,11 +113,17 @@ class CallRecorder:
         return self.ledger.path if self.ledger is not None else None
 
     def prepare_kwargs(self, kwargs: MutableMapping[str, Any]) -> MutableMapping[str, Any]:
-        """``kwargs`` plus ``stream_options={"include_usage": True}`` where the provider accepts it.
+        """``kwargs`` plus what makes the call measurable and cacheable, where it is taken.
 
-        See :func:`ctxmw.telemetry.usage.with_stream_usage`.
+        ``stream_options={"include_usage": True}`` on a stream (see
+        :func:`ctxmw.telemetry.usage.with_stream_usage`), and a stable per-conversation
+        ``prompt_cache_key`` unless the ``prompt_cache_key`` setting is off (see
+        :mod:`ctxmw.telemetry.levers`). The input is never modified.
         """
-        return with_stream_usage(kwargs, str(kwargs.get("model", "")))
+        kwargs = with_stream_usage(kwargs, str(kwargs.get("model", "")))
+        if self.settings.prompt_cache_key:
+            kwargs = with_prompt_cache_key(kwargs)
+        return kwargs
 
     async def record(
         self,
@@ -118,6 +137,7 @@ class CallRecorder:
         latency_s: float = 0.0,
         round: int = 0,
         stream: object | None = None,
+        kind: str = "agent",
     ) -> CallRecord:
         """Measure one finished call, deliver the record to every sink, and return it.
 
@@ -132,6 +152,8 @@ class CallRecorder:
             latency_s: wall-clock seconds of the call.
             round: the tool-loop round.
             stream: the consumed litellm stream object, for streamed calls.
+            kind: ``"agent"``, or ``"summary"`` for a strategy's own call: measured against
+                the previous agent call, it is not what the next agent call is measured against.
         """
         async with self._lock:
             record = await self._build(
@@ -144,9 +166,10 @@ class CallRecorder:
                 latency_s,
                 round,
                 stream,
+                kind,
             )
         _log_record(self.logger, record)
-        await deliver(self.hooks, record, self.logger)
+        await deliver([*self.hooks, *self._otel], record, self.logger)
         if self.ledger is not None:
             await self.ledger.write(record)
         return record
@@ -162,9 +185,10 @@ class CallRecorder:
         latency_s: float,
         round: int,
         stream: object | None,
+        kind: str = "agent",
     ) -> CallRecord:
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
-        provider = _provider(model, kw)
+        provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
         shape = call_shape(self._digests, tools_digest(tools), transcript, trace)
         prefix = await self._observe(
@@ -175,18 +199,24 @@ class CallRecorder:
             # A chat template renders the tools only on a self-hosted server cached as such; a
             # custom api_base declared OpenAI-like (cache_rule="openai") is counted like OpenAI.
             rule == "exact" and self_hosted(provider, endpoint(kw)),
+            remember=kind == "agent",
         )
         usage = _read(response, stream)
+        self._tracker.note_reply(reply_of(response))
         expected = expected_cached_tokens(
             rule,
             prefix_tokens=prefix.prefix_tokens,
             marked_prefix_tokens=prefix.marked_prefix_tokens,
             minimum=cache_minimum(rule, model, provider or None),
             partial_tokens=prefix.partial_tokens,
+            reply_tokens=prefix.reply_tokens,
         )
-        bust = attribute_bust(self._shape, shape, prefix.first_diff, prefix.broke)
-        self._shape = shape
-        return CallRecord(
+        bust = attribute_bust(
+            self._shape, shape, prefix.first_diff, prefix.broke, system=prefix.system_changed
+        )
+        if kind == "agent":
+            self._shape = shape
+        record = CallRecord(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=self.session,
             round=round,
@@ -203,16 +233,22 @@ class CallRecorder:
             prefix_tokens_local=prefix.prefix_tokens,
             expected_cached_tokens=min(expected, prefix.prompt_tokens),
             prompt_tokens=prefix.prompt_tokens if usage.estimated else usage.prompt_tokens,
-            cache_read_tokens=usage.cache_read_tokens,
-            cache_write_tokens=usage.cache_write_tokens,
+            cache_read_tokens=None if usage.estimated else usage.cache_read_tokens,
+            cache_write_tokens=None if usage.estimated else usage.cache_write_tokens,
             completion_tokens=usage.completion_tokens,
             usage_estimated=usage.estimated,
-            cost_usd=_cost(response, model, provider),
+            cost_usd=cost_of(response, model, provider),
             latency_s=round_latency(latency_s),
             bust=bust,
             payload_digest=prefix.payload_digest,
             budget=self._budget(model, prefix),
+            kind=kind,
+            cache_marks=payload_marks(messages, tools, indices=prefix.marked),
+            prompt_cache_key=_key(kw.get("prompt_cache_key")),
         )
+        if not self.settings.alerts:
+            return record
+        return replace(record, alerts=tuple(self._alerts.observe(record.to_dict())))
 
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
         # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.
@@ -231,10 +267,12 @@ class CallRecorder:
         tools: Any,
         injection_points: Any,
         template_tools: bool,
+        remember: bool = True,
     ) -> PrefixResult:
         many_new = len(messages) - self._seen > _THREAD_THRESHOLD
-        self._seen = len(messages)
-        args = (model, messages, tools, injection_points, template_tools)
+        if remember:
+            self._seen = len(messages)
+        args = (model, messages, tools, injection_points, template_tools, remember)
         if many_new:
             return await anyio.to_thread.run_sync(self._tracker.observe, *args)
         return self._tracker.observe(*args)
@@ -251,35 +289,8 @@ def _read(response: object, stream: object | None) -> UsageReport:
     return read_usage(response)
 
 
-def _provider(model: str, kw: Mapping[str, Any]) -> str:
-    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), endpoint(kw))
-    # None: the call itself would have failed first; keep the record anyway.
-    return routed[1] if routed is not None else ""
-
-
-def _cost(response: object, model: str, provider: str) -> float | None:
-    try:
-        if isinstance(response, list | tuple):
-            usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
-            if usage is None:
-                return None
-            prompt, completion = _litellm.cost_per_token(
-                model, provider=provider or None, usage=usage
-            )
-            return prompt + completion
-        if response is None:
-            return None
-        return _litellm.completion_cost(response, model, provider or None)
-    except Exception:  # litellm cannot price this model: the ledger says null
-        return None
-
-
-def _usage_of_chunk(chunk: object) -> Any:
-    usage = getattr(chunk, "usage", None)
-    if usage is None:
-        hidden = getattr(chunk, "_hidden_params", None)
-        usage = hidden.get("usage") if isinstance(hidden, Mapping) else None
-    return usage
+def _key(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _stat_sum(stats: Mapping[str, Mapping[str, Any]], key: str) -> int:

@@ -11,7 +11,8 @@ Rules (the ``cache_rule`` setting):
 - ``exact``: the whole common prefix (llama.cpp, vLLM and other self-hosted prefix caches),
   including the leading text the first changed message shares with the previous call's (these
   caches work on tokens, not messages: llama.cpp reuses the unchanged start of an edited
-  message, measured against its server).
+  message, measured against its server), and the previous call's reply when the payload goes on
+  with it (the server keeps the tokens it generated).
 - ``none``: no cache reads expected.
 - ``auto`` (default) picks one per call, see :func:`resolve_rule`.
 
@@ -114,6 +115,7 @@ def expected_cached_tokens(
     marked_prefix_tokens: int,
     minimum: int,
     partial_tokens: int = 0,
+    reply_tokens: int = 0,
 ) -> int:
     """Prompt tokens a provider following ``rule`` should read from its cache.
 
@@ -123,6 +125,8 @@ def expected_cached_tokens(
         marked_prefix_tokens: the part of it that ends at a previous-call breakpoint.
         minimum: the smallest prefix the model caches.
         partial_tokens: shared leading text of the first changed message (``exact`` only).
+        reply_tokens: the previous call's reply, when this payload extends the previous one
+            with it (``exact`` only: a token cache keeps what it generated).
     """
     if rule == "openai":
         return 0 if prefix_tokens < OPENAI_MINIMUM else prefix_tokens // OPENAI_BLOCK * OPENAI_BLOCK
@@ -131,7 +135,7 @@ def expected_cached_tokens(
     if rule == "gemini":
         return prefix_tokens if prefix_tokens >= minimum else 0
     if rule == "exact":
-        return prefix_tokens + partial_tokens
+        return prefix_tokens + partial_tokens + reply_tokens
     return 0
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import os
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
@@ -18,7 +19,15 @@ from ctxmw.errors import UsageError
 from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.telemetry.plot import pyplot
 
-__all__ = ["SessionStats", "format_table", "load_ledgers", "plot_ledger", "summarise"]
+__all__ = [
+    "SessionStats",
+    "bust_label",
+    "expected_on_provider_scale",
+    "format_table",
+    "load_ledgers",
+    "plot_ledger",
+    "summarise",
+]
 
 logger = logging.getLogger("ctxmw")
 
@@ -32,38 +41,53 @@ class SessionStats:
         model: the model name.
         calls: records counted.
         prompt_tokens: provider-reported prompt tokens.
-        cache_read_tokens: provider-reported cache reads.
+        cache_read_tokens: provider-reported cache reads, summed over the calls that reported
+            them; None when no call did (not reported is never 0).
         expected_cached_tokens: cache reads the caching rule expected.
         cost_usd: summed cost of the priced calls (None when no call was priced).
         busts: how many busts each cause had (``"strategy:<name>"`` for strategies).
+        reported_calls: calls whose provider reported cache reads.
+        reported_prompt_tokens: prompt tokens of those calls (the hit rate's denominator).
     """
 
     session: str
     model: str
     calls: int = 0
     prompt_tokens: int = 0
-    cache_read_tokens: int = 0
+    cache_read_tokens: int | None = None
     expected_cached_tokens: int = 0
     cost_usd: float | None = None
     busts: Counter[str] = field(default_factory=Counter)
+    reported_calls: int = 0
+    reported_prompt_tokens: int = 0
 
     @property
-    def hit_rate(self) -> float:
-        """Cache reads as a share of prompt tokens (0 when there were none)."""
-        return self.cache_read_tokens / self.prompt_tokens if self.prompt_tokens else 0.0
+    def hit_rate(self) -> float | None:
+        """Cache reads over the prompt tokens of the calls that reported them (sum over sum).
+
+        None when no call reported cache reads, or they had no prompt tokens.
+        """
+        if self.cache_read_tokens is None or not self.reported_prompt_tokens:
+            return None
+        return self.cache_read_tokens / self.reported_prompt_tokens
 
     def add(self, record: dict[str, Any]) -> None:
         """Count one ledger record."""
         self.calls += 1
-        self.prompt_tokens += int(record.get("prompt_tokens") or 0)
-        self.cache_read_tokens += int(record.get("cache_read_tokens") or 0)
+        prompt = int(record.get("prompt_tokens") or 0)
+        self.prompt_tokens += prompt
+        read = record.get("cache_read_tokens")
+        if isinstance(read, int | float) and not isinstance(read, bool):
+            self.cache_read_tokens = (self.cache_read_tokens or 0) + int(read)
+            self.reported_calls += 1
+            self.reported_prompt_tokens += prompt
         self.expected_cached_tokens += int(record.get("expected_cached_tokens") or 0)
         cost = record.get("cost_usd")
         if isinstance(cost, int | float):
             self.cost_usd = (self.cost_usd or 0.0) + float(cost)
         bust = record.get("bust")
         if isinstance(bust, dict):
-            self.busts[_bust_label(bust)] += 1
+            self.busts[bust_label(bust)] += 1
 
 
 def load_ledgers(
@@ -135,8 +159,11 @@ def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) 
 def _draw(ax: Any, records: Sequence[dict[str, Any]], title: str) -> None:
     x = range(1, len(records) + 1)
     ax.plot(x, [r.get("prompt_tokens", 0) for r in records], label="prompt tokens")
-    ax.plot(x, [r.get("cache_read_tokens", 0) for r in records], label="cache reads")
-    ax.plot(x, [r.get("expected_cached_tokens", 0) for r in records], ":", label="expected reads")
+    # Not reported is a gap, never 0; the expectation is drawn as the same fraction of the
+    # provider's prompt, since both sides may count with different tokenizers.
+    reads = [_nan(r.get("cache_read_tokens")) for r in records]
+    ax.plot(x, reads, label="cache reads (provider)")
+    ax.plot(x, [expected_on_provider_scale(r) for r in records], ":", label="expected reads")
     busts = [i for i, r in zip(x, records, strict=True) if r.get("bust")]
     for i in busts:
         ax.axvline(i, color="grey", alpha=0.3, linewidth=0.8)
@@ -146,6 +173,18 @@ def _draw(ax: Any, records: Sequence[dict[str, Any]], title: str) -> None:
     ax.legend(loc="upper left")
 
 
+def expected_on_provider_scale(record: dict[str, Any]) -> float:
+    """The expected reads as the same fraction of the provider's prompt as of ctxmw's count."""
+    local = record.get("prompt_tokens_local") or 0
+    expected = record.get("expected_cached_tokens") or 0
+    prompt = record.get("prompt_tokens") or 0
+    return float(expected) * prompt / local if local else float(expected)
+
+
+def _nan(value: Any) -> float:
+    return float(value) if isinstance(value, int | float) else math.nan
+
+
 def _row(s: SessionStats) -> tuple[str, ...]:
     cost = "-" if s.cost_usd is None else f"{s.cost_usd:.4f}"
     return (
@@ -153,14 +192,14 @@ def _row(s: SessionStats) -> tuple[str, ...]:
         s.model,
         str(s.calls),
         str(s.prompt_tokens),
-        str(s.cache_read_tokens),
+        "null" if s.cache_read_tokens is None else str(s.cache_read_tokens),
         str(s.expected_cached_tokens),
-        f"{s.hit_rate:.1%}",
+        "null" if s.hit_rate is None else f"{s.hit_rate:.1%}",
         cost,
     )
 
 
-def _bust_label(bust: dict[str, Any]) -> str:
+def bust_label(bust: dict[str, Any]) -> str:
     cause = str(bust.get("cause", "?"))
     strategy = bust.get("strategy")
     return f"{cause}:{strategy}" if strategy else cause

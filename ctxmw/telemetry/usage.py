@@ -41,27 +41,30 @@ class UsageReport:
     Attributes:
         prompt_tokens: every prompt token, cached or not (litellm's ``usage.prompt_tokens``).
         completion_tokens: generated tokens.
-        cache_read_tokens: prompt tokens the provider read from its cache.
-        cache_write_tokens: prompt tokens the provider wrote to its cache (0 when not reported).
+        cache_read_tokens: prompt tokens the provider read from its cache; None when it did not
+            say (no usage, or a usage without any cache field): "not reported" is never 0.
+        cache_write_tokens: prompt tokens the provider wrote to its cache; None when not
+            reported (OpenAI, Gemini and DeepSeek never report writes).
         estimated: True when the provider reported no usage and the counts are litellm's local
             estimate (or zero); the recorder then substitutes its own local prompt count.
     """
 
     prompt_tokens: int
     completion_tokens: int
-    cache_read_tokens: int
-    cache_write_tokens: int
+    cache_read_tokens: int | None
+    cache_write_tokens: int | None
     estimated: bool = False
 
 
 def read_usage(source: object) -> UsageReport:
     """Read the usage of a litellm ``ModelResponse``, a ``Usage``, or a plain dict of either.
 
-    A missing usage (``None``, or a response without one) reads as zeros, marked estimated.
+    A missing usage (``None``, or a response without one) reads as zero tokens, marked
+    estimated, with the cache counts None (not reported).
     """
     usage = _usage_of(source)
     if usage is None:
-        return UsageReport(0, 0, 0, 0, estimated=True)
+        return UsageReport(0, 0, None, None, estimated=True)
     prompt = _int(_get(usage, "prompt_tokens"))
     return UsageReport(
         prompt_tokens=prompt,
@@ -160,19 +163,19 @@ def _is_unreported(usage: object) -> bool:
     return type(usage).__name__ == "UnreportedUsage"
 
 
-def _cache_reads(usage: object) -> int:
+def _cache_reads(usage: object) -> int | None:
     details = _get(usage, "prompt_tokens_details")
     value = _get(details, "cached_tokens") if details is not None else None
-    return _int(value if value is not None else _first(usage, _READ_EXTRAS))
+    return _count(value if value is not None else _first(usage, _READ_EXTRAS))
 
 
-def _cache_writes(usage: object) -> int:
+def _cache_writes(usage: object) -> int | None:
     details = _get(usage, "prompt_tokens_details")
     value = None
     if details is not None:
         value = _get(details, "cache_write_tokens")
         value = value if value is not None else _get(details, "cache_creation_tokens")
-    return _int(value if value is not None else _first(usage, _WRITE_EXTRAS))
+    return _count(value if value is not None else _first(usage, _WRITE_EXTRAS))
 
 
 def _first(usage: object, keys: Iterable[str]) -> object | None:
@@ -187,6 +190,13 @@ def _get(obj: object, key: str) -> object | None:
     if isinstance(obj, Mapping):
         return obj.get(key)
     return getattr(obj, key, None)
+
+
+def _count(value: object) -> int | None:
+    """A reported token count, or None when the provider sent none (never a made-up 0)."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return int(value)
 
 
 def _int(value: object) -> int:

@@ -3,7 +3,9 @@
 A replayed 30-call tool session goes through ``ctxmw.acompletion`` the stateless way (the whole
 history every call, one ``session=`` id), with epoch settings small enough that epochs turn over
 inside the 4,096-token context. The assistant turns are scripted: what matters is what is sent
-and what the server reports, not what the 135M model would say (``max_tokens=1``).
+and what the server reports, not what the 135M model would say (``max_tokens=1``, and again
+with 24: the server keeps the tokens it generates, which the scripted turns do not repeat). A
+third test goes on with the model's own replies, which the server then reuses.
 
 The two sides count with different tokenizers (ctxmw: litellm's fallback for an unknown model,
 tiktoken's ``cl100k_base``; the server: SmolLM2's), so they are compared as fractions of each
@@ -21,6 +23,10 @@ side's own prompt size. What remains between them, measured:
 - fixed in ctxmw: partial reuse. llama.cpp reuses tokens, not messages: at an epoch boundary it
   also reads the unchanged start of the compaction notice (about 40 server tokens). The
   ``exact`` rule now adds the shared leading text of the first changed message.
+- fixed in ctxmw: the previous reply. llama.cpp keeps the tokens it generated; a caller that
+  goes on with that reply has them read from the cache (about the reply's length: up to 0.08
+  of the prompt early in a session, measured). ``exact`` now counts the previous call's reply
+  when the payload continues with it.
 - left: the template's own tool instructions (about 30 server tokens, unknown to ctxmw) and the
   reply primer of the previous call (3 tokens the server reuses): both well under 0.02.
 """
@@ -57,25 +63,34 @@ TOLERANCE = 0.05
 WHOLE_REUSE = 0.95
 """A call that reads less than this share of the previous call's prompt from the cache dropped."""
 
-_REPLAYS: dict[str, list[CallRecord]] = {}
+_REPLAYS: dict[tuple[str, int], list[CallRecord]] = {}
+MAX_TOKENS = (1, 24)
+"""The replay runs twice: one token per reply, and replies long enough for the server to keep."""
 
 
-async def _replay(api_base: str) -> list[CallRecord]:
-    """The replayed session's records; replayed once per run (two tests read it)."""
-    if api_base not in _REPLAYS:
+async def _replay(api_base: str, max_tokens: int = 1) -> list[CallRecord]:
+    """The replayed session's records; replayed once per run and size (two tests read it)."""
+    if (api_base, max_tokens) not in _REPLAYS:
         nonce = uuid4().hex[:12]
         session = scripted_session(nonce)
         records: list[CallRecord] = []
         for k in range(1, CALLS + 1):
-            await _send(api_base, history_before_call(session, k), f"live-{nonce}", records)
-        _REPLAYS[api_base] = records
-    return _REPLAYS[api_base]
+            await _send(
+                api_base,
+                history_before_call(session, k),
+                f"live-{nonce}",
+                records,
+                max_tokens=max_tokens,
+            )
+        _REPLAYS[api_base, max_tokens] = records
+    return _REPLAYS[api_base, max_tokens]
 
 
 async def _send(
     api_base: str, messages: Messages, session: str, records: list[CallRecord], **extra: Any
-) -> None:
-    await ctxmw.acompletion(
+) -> Any:
+    extra.setdefault("max_tokens", 1)
+    return await ctxmw.acompletion(
         MODEL,
         messages,
         api_base=api_base,
@@ -84,7 +99,6 @@ async def _send(
         prompt_strategies=STRATEGY,
         strategy_options=OPTIONS,
         session=session,
-        max_tokens=1,
         on_call=[records.append],
         **extra,
     )
@@ -142,10 +156,11 @@ def table(records: Sequence[CallRecord]) -> str:
     return "\n".join(lines)
 
 
+@pytest.mark.parametrize("max_tokens", MAX_TOKENS)
 async def test_expected_cached_fraction_agrees_with_the_server_after_the_first_call(
-    live_api_base: str,
+    live_api_base: str, max_tokens: int
 ) -> None:
-    records = await _replay(live_api_base)
+    records = await _replay(live_api_base, max_tokens)
     report = table(records)
     print(f"\n{report}")
     assert len(records) == CALLS
@@ -153,8 +168,9 @@ async def test_expected_cached_fraction_agrees_with_the_server_after_the_first_c
     assert disagreements(records) == [], report
 
 
-async def test_epoch_boundaries_are_the_only_drops(live_api_base: str) -> None:
-    records = await _replay(live_api_base)
+@pytest.mark.parametrize("max_tokens", MAX_TOKENS)
+async def test_epoch_boundaries_are_the_only_drops(live_api_base: str, max_tokens: int) -> None:
+    records = await _replay(live_api_base, max_tokens)
     changes = epoch_changes(records)
     report = table(records)
     assert len(changes) >= 5, report  # epochs really turn over inside the context
@@ -177,3 +193,41 @@ async def test_a_call_without_the_prompt_cache_reports_nothing_and_fails_the_che
     assert again.cache_read_tokens > 0.9 * again.prompt_tokens  # the server itself still caches
     assert expected_fraction(control) > 0.9  # ctxmw expects the repeated prompt to be cached
     assert disagreements(records) == [2], table(records)
+
+
+FOLLOW_UPS = (
+    "Say more about the discount order.",
+    "Which file would you open first?",
+    "And the test: what should it assert?",
+    "Summarise the fix in one sentence.",
+    "What could still go wrong?",
+    "How would you check the rounding?",
+    "Name one more test to add.",
+    "Anything about the tax module?",
+)
+
+
+async def test_the_models_own_replies_are_counted_as_the_server_reuses_them(
+    live_api_base: str,
+) -> None:
+    """A chat that goes on with each real reply: llama.cpp keeps the tokens it generated, so
+    ctxmw counts the previous reply for ``exact`` (it under-estimated by the reply's length,
+    up to ~0.2 of the prompt on early calls, before)."""
+    nonce = uuid4().hex[:12]
+    session = scripted_session(nonce)
+    messages: Messages = list(session[:2])
+    records: list[CallRecord] = []
+    for follow_up in FOLLOW_UPS:
+        response = await _send(
+            live_api_base, messages, f"live-chat-{nonce}", records, max_tokens=48, temperature=0
+        )
+        reply = response.choices[0].message.content or ""
+        messages += [
+            {"role": "assistant", "content": reply},
+            {"role": "user", "content": follow_up},
+        ]
+    report = table(records)
+    print(f"\n{report}")
+    assert sum(r.completion_tokens for r in records) > 8 * len(records), report
+    assert all(r.bust is None for r in records), report
+    assert disagreements(records) == [], report

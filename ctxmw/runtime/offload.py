@@ -1,0 +1,92 @@
+"""``Session(offload=...)``: the ``offload`` strategy, its store, and ``ctxmw_expand`` in the loop.
+
+With offload on, the session runs one :class:`~ctxmw.strategies.offload.Offload` bound to its
+store (first in the chain, unless the list already names ``offload``, which it then replaces),
+and adds :data:`~ctxmw.context.offload.EXPAND_TOOL` to its tools from the first call on, with a
+Python implementation: the tool loop answers the model's ``ctxmw_expand`` calls itself. A list
+naming ``offload`` turns it on too.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from pathlib import Path
+
+from ctxmw.context.offload import (
+    EXPAND_TOOL,
+    EXPAND_TOOL_NAME,
+    FileResultStore,
+    MemoryResultStore,
+    ResultStore,
+    expand,
+    store_dir,
+)
+from ctxmw.errors import UsageError
+from ctxmw.runtime.tool_schema import Tool, ToolSet, tool_from_callable
+from ctxmw.settings import Settings
+from ctxmw.strategies._chain import NamedStrategy
+from ctxmw.strategies.offload import Offload
+
+__all__ = ["OffloadOption", "wire_offload"]
+
+OffloadOption = bool | ResultStore | None
+"""``Session(offload=)``: True (a store beside the save_file, else in memory), a store, or off."""
+
+
+def wire_offload(
+    option: OffloadOption,
+    strategies: list[NamedStrategy],
+    tools: ToolSet,
+    save_file: str | os.PathLike[str] | None,
+    settings: Settings,
+) -> tuple[list[NamedStrategy], ResultStore | None]:
+    """The session's strategies and store with offload on (``tools`` gains ``ctxmw_expand``).
+
+    Raises:
+        UsageError: ``option`` is neither a bool nor a store, or a tool is already named
+            ``ctxmw_expand``.
+    """
+    named = any(name == "offload" for name, _ in strategies)
+    if option is None or option is False:
+        if not named:
+            return strategies, None
+        option = True
+    store = _store(option, save_file)
+    bound: NamedStrategy = ("offload", Offload(store=store))
+    if named:
+        strategies = [bound if name == "offload" else (name, s) for name, s in strategies]
+    else:
+        strategies = [bound, *strategies]
+    _add_tool(tools, expand_tool(store, settings.offload_expand_max_chars))
+    return strategies, store
+
+
+def _store(option: bool | ResultStore, save_file: str | os.PathLike[str] | None) -> ResultStore:
+    if option is True:
+        return FileResultStore(store_dir(Path(save_file))) if save_file else MemoryResultStore()
+    if isinstance(option, ResultStore) and not isinstance(option, bool):
+        return option
+    raise UsageError(
+        f"offload={option!r} is not accepted: pass True, False, or a store with async put() and "
+        "get() (see ctxmw.context.offload.ResultStore)."
+    )
+
+
+def expand_tool(store: ResultStore, max_chars: int) -> Tool:
+    """``ctxmw_expand`` as a Python tool over ``store``, with the constant schema."""
+
+    async def ctxmw_expand(handle: str, offset: int = 0, limit: int | None = None) -> str:
+        return await expand(store, handle, offset, limit, max_chars=max_chars)
+
+    return dataclasses.replace(tool_from_callable(ctxmw_expand), schema=EXPAND_TOOL)
+
+
+def _add_tool(tools: ToolSet, tool: Tool) -> None:
+    if EXPAND_TOOL_NAME in tools.executable or EXPAND_TOOL_NAME in tools.declared:
+        raise UsageError(
+            f"A tool is already named {EXPAND_TOOL_NAME!r}; with offload on, ctxmw provides "
+            "it. Rename yours."
+        )
+    tools.executable[tool.name] = tool
+    tools.schemas.append(tool.schema)

@@ -1,0 +1,79 @@
+"""What the recorder reads from one call besides its usage: provider, cost, the reply itself."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxmw import _litellm
+
+__all__ = ["cost_of", "provider_of", "reply_of"]
+
+
+def provider_of(model: str, kw: Mapping[str, Any]) -> str:
+    """litellm's provider for this call ('' when litellm cannot tell)."""
+    base = kw.get("api_base") or kw.get("base_url")
+    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), base)
+    # None: the call itself would have failed first; keep the record anyway.
+    return routed[1] if routed is not None else ""
+
+
+def cost_of(response: object, model: str, provider: str) -> float | None:
+    """litellm's cost of a response or consumed stream; None when it cannot price the model."""
+    try:
+        if isinstance(response, list | tuple):
+            usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
+            if usage is None:
+                return None
+            prompt, completion = _litellm.cost_per_token(
+                model, provider=provider or None, usage=usage
+            )
+            return prompt + completion
+        if response is None:
+            return None
+        return _litellm.completion_cost(response, model, provider or None)
+    except Exception:  # litellm cannot price this model: the ledger says null
+        return None
+
+
+def reply_of(response: object) -> Mapping[str, Any] | None:
+    """The assistant message a call returned (a stream's text joined); None when there is none.
+
+    A streamed reply with tool calls gives None: its pieces are not reassembled here.
+    """
+    if isinstance(response, list | tuple):
+        return _streamed_reply(response)
+    choices = _get(response, "choices")
+    if not choices:
+        return None
+    message = _get(choices[0], "message")
+    return {
+        "role": "assistant",
+        "content": _get(message, "content"),
+        "tool_calls": _get(message, "tool_calls"),
+    }
+
+
+def _streamed_reply(chunks: list[Any] | tuple[Any, ...]) -> Mapping[str, Any] | None:
+    text: list[str] = []
+    for chunk in chunks:
+        for choice in _get(chunk, "choices") or ():
+            delta = _get(choice, "delta")
+            if _get(delta, "tool_calls"):
+                return None
+            piece = _get(delta, "content")
+            if isinstance(piece, str):
+                text.append(piece)
+    return {"role": "assistant", "content": "".join(text)} if text else None
+
+
+def _get(obj: Any, key: str) -> Any:
+    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
+
+
+def _usage_of_chunk(chunk: object) -> Any:
+    usage = getattr(chunk, "usage", None)
+    if usage is None:
+        hidden = getattr(chunk, "_hidden_params", None)
+        usage = hidden.get("usage") if isinstance(hidden, Mapping) else None
+    return usage

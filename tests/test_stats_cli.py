@@ -1,0 +1,161 @@
+"""ctxmw stats --check, --html and --follow, on ledgers written by hand."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from ctxmw.cli import main
+from ctxmw.telemetry.follow import follow_ledgers
+from ctxmw.telemetry.report import report_data, report_html
+
+TOOLS_BUST = {"cause": "tools", "strategy": None, "message_index": None}
+EPOCH_BUST = {"cause": "strategy", "strategy": "shorten_tools_epoch", "message_index": 4}
+
+
+def rec(n: int, read: int | None, session: str = "a", **extra: Any) -> dict[str, Any]:
+    return {
+        "session": session, "model": "gpt-4o", "round": n, "prompt_tokens": 2000,
+        "prompt_tokens_local": 2000, "cache_read_tokens": read,
+        "expected_cached_tokens": 1920 if n else 0, "cache_write_tokens": None,
+        "cost_usd": 0.004, "bust": None, "epoch": n // 4, **extra,
+    }  # fmt: skip
+
+
+def write(path: Path, records: list[dict[str, Any]]) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+HEALTHY = [rec(0, 0), *[rec(n, 1920) for n in range(1, 6)]]
+BROKEN = [rec(0, 0, "b"), rec(1, 1920, "b"), rec(2, 0, "b", bust=TOOLS_BUST)]
+
+
+def test_check_passes_a_healthy_ledger(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["stats", str(write(tmp_path / "a.ledger.jsonl", HEALTHY)), "--check"]) == 0
+    assert "check: 0 alert(s) over 6 calls" in capsys.readouterr().out
+
+
+def test_check_exits_non_zero_when_a_rule_fires(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = write(tmp_path / "b.ledger.jsonl", [*HEALTHY, *BROKEN])
+    assert main(["stats", str(path), "--check"]) == 1
+    out = capsys.readouterr().out
+    assert "ALERT b call 3: bust_tools:" in out
+
+
+def test_check_reads_the_alert_settings(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    low = [rec(0, 0), *[rec(n, 1000) for n in range(1, 12)]]  # 50% read where 96% expected
+    path = write(tmp_path / "c.ledger.jsonl", low)
+    monkeypatch.setenv("CTXMW_ALERT_MAX_DRIFT", "0.6")
+    monkeypatch.setenv("CTXMW_ALERT_MIN_HIT_RATE", "0.4")
+    assert main(["stats", str(path), "--check"]) == 0
+    monkeypatch.setenv("CTXMW_ALERT_MIN_HIT_RATE", "0.6")
+    assert main(["stats", str(path), "--check"]) == 1
+    assert "low_hit_rate" in capsys.readouterr().out
+
+
+def test_the_html_page_is_self_contained_and_holds_every_session(tmp_path: Path) -> None:
+    path = write(tmp_path / "d.ledger.jsonl", [*HEALTHY, *BROKEN, rec(0, None, "c</script>")])
+    out = tmp_path / "report.html"
+    assert main(["stats", str(path), "--html", str(out)]) == 0
+    page = out.read_text()
+    assert not re.search(r"""(src|href)\s*=|<link|@import|url\(|fetch\(""", page)
+    assert page.count("</script>") == 2  # the data cannot close its element early
+    data = json.loads(re.search(r'id="ctxmw-data">(.*?)</script>', page, re.S)[1])  # type: ignore[index]
+    assert [s["session"] for s in data["sessions"]] == ["a", "b", "c</script>"]
+
+
+def test_report_data_keeps_null_apart_from_zero() -> None:
+    data = report_data([rec(0, None), rec(1, 0)])
+    calls = data["sessions"][0]["calls"]
+    assert [c["read"] for c in calls] == [None, 0]
+    assert data["sessions"][0]["hit_rate"] == 0.0
+    assert report_data([rec(0, None)])["sessions"][0]["hit_rate"] is None
+    assert "{{DATA}}" not in report_html([rec(0, None)])
+
+
+def test_report_data_carries_busts_epochs_costs_and_alerts() -> None:
+    data = report_data([*BROKEN, rec(3, 1920, "b", bust=EPOCH_BUST)])
+    (session,) = data["sessions"]
+    assert [c["bust"] for c in session["calls"]] == [
+        None, None, "tools", "strategy:shorten_tools_epoch"
+    ]  # fmt: skip
+    assert [c["epoch"] for c in session["calls"]] == [0, 0, 0, 0]
+    assert session["cost_usd"] == pytest.approx(0.016)
+    assert [a["rule"] for a in session["alerts"]] == ["bust_tools"]
+
+
+def test_follow_yields_what_is_there_then_each_new_record(tmp_path: Path) -> None:
+    path = write(tmp_path / "f.ledger.jsonl", HEALTHY[:2])
+    pending = [
+        json.dumps(HEALTHY[2]) + "\n",
+        json.dumps(HEALTHY[3])[:10],
+        json.dumps(HEALTHY[3])[10:] + "\n",
+    ]
+    clock = iter(range(100))
+
+    def sleep(_: float) -> None:
+        if pending:
+            with path.open("a") as f:
+                f.write(pending.pop(0))
+
+    batches = list(
+        follow_ledgers([path], poll_s=0.5, idle_s=3, sleep=sleep, clock=lambda: next(clock))
+    )
+    rounds = [[r["round"] for r in batch] for batch in batches]
+    assert rounds == [[0, 1], [2], [3]]  # a half-written line waits for its newline
+
+
+def test_follow_reads_a_rotated_file_again_and_waits_for_a_missing_one(tmp_path: Path) -> None:
+    path = tmp_path / "g.ledger.jsonl"
+    steps = [lambda: write(path, HEALTHY[:3]), lambda: write(path, HEALTHY[:1])]
+    clock = iter(range(100))
+
+    def sleep(_: float) -> None:
+        if steps:
+            steps.pop(0)()
+
+    batches = list(follow_ledgers([path], idle_s=3, sleep=sleep, clock=lambda: next(clock)))
+    assert [[r["round"] for r in b] for b in batches] == [[], [0, 1, 2], [0]]
+
+
+def test_follow_on_the_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write(tmp_path / "h.ledger.jsonl", [*HEALTHY, *BROKEN])
+    assert main(["stats", str(path), "--follow", "--idle", "0", "--poll", "0.01"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split()[:3] == ["session", "model", "calls"]
+    assert main(["stats", str(path), "--follow", "--poll", "0"]) == 2
+    assert "--poll 0.0 must be" in capsys.readouterr().err
+
+
+def test_follow_prints_each_new_call_and_its_alerts(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ctxmw.telemetry.follow as follow
+
+    path = write(tmp_path / "i.ledger.jsonl", BROKEN[:1])
+    pending = [BROKEN[1], BROKEN[2]]
+
+    def sleep(_: float) -> None:  # each poll, the agent has finished one more call
+        if not pending:
+            raise KeyboardInterrupt
+        with path.open("a") as f:
+            f.write(json.dumps(pending.pop(0)) + "\n")
+
+    monkeypatch.setattr(follow.time, "sleep", sleep)
+    assert main(["stats", str(path), "--follow", "--check"]) == 1
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split()[0] == "session"
+    calls = [line for line in lines if line.startswith("call b ")]
+    assert len(calls) == 2
+    assert "cached=96.0% expected=96.0%" in calls[0]
+    assert calls[1].endswith("bust=tools")
+    assert lines[-1].startswith("ALERT b call 3: bust_tools: ")

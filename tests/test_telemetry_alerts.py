@@ -1,0 +1,149 @@
+"""Alert rules per session: each fires once when its condition starts, on ledger dicts."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import pytest
+
+from ctxmw.settings import Settings
+from ctxmw.telemetry import ApproxCounter, CallRecorder
+from ctxmw.telemetry.alerts import AlertRules, AlertState, evaluate
+
+RULES = AlertRules(window=3, min_hit_rate=0.5, max_drift=0.1, write_fraction=0.5)
+
+
+def rec(
+    read: int | None,
+    *,
+    prompt: int = 1000,
+    expected: int | None = None,
+    write: int | None = None,
+    bust: Any = None,
+    session: str = "s",
+) -> dict[str, Any]:
+    return {
+        "session": session, "round": 0, "prompt_tokens": prompt, "prompt_tokens_local": prompt,
+        "cache_read_tokens": read, "expected_cached_tokens": read if expected is None else expected,
+        "cache_write_tokens": write, "bust": bust,
+    }  # fmt: skip
+
+
+def rules_fired(records: list[dict[str, Any]]) -> list[tuple[int, str]]:
+    return [(a["call"], a["rule"]) for a in evaluate(records, RULES)]
+
+
+def test_a_collapsing_hit_rate_fires_once_when_the_window_falls_under() -> None:
+    records = [rec(0), *[rec(900)] * 3, *[rec(100)] * 5]
+    # call 5's window (900, 900, 100) still reads 63%; call 6's (900, 100, 100) 37%
+    assert rules_fired(records) == [(6, "low_hit_rate")]
+
+
+def test_the_first_call_of_a_session_is_never_in_a_window() -> None:
+    assert rules_fired([rec(0), rec(900), rec(900), rec(900)]) == []
+
+
+def test_it_fires_again_only_after_it_recovered() -> None:
+    low, high = rec(100), rec(900)
+    records = [rec(0), low, low, low, low, high, high, high, low, low]
+    assert rules_fired(records) == [(4, "low_hit_rate"), (10, "low_hit_rate")]
+
+
+def test_unreported_calls_say_nothing_rather_than_zero() -> None:
+    assert rules_fired([rec(None)] * 8) == []
+
+
+def test_the_hit_rate_is_token_weighted() -> None:
+    # 2 of 3 calls under half, but the big call read nearly all: 9100 / 10200 > 0.5
+    records = [rec(0), rec(100, prompt=100), rec(0, prompt=100), rec(9000, prompt=10000)]
+    assert rules_fired(records) == []
+
+
+def test_reported_and_expected_drifting_apart() -> None:
+    records = [rec(0), *[rec(800, expected=900)] * 3, *[rec(700, expected=950)] * 3]
+    assert rules_fired(records) == [(5, "drift")]  # 0.767 read against 0.917 expected
+
+
+def test_drift_compares_fractions_of_each_sides_own_count() -> None:
+    # the provider's tokenizer counts 20% more: same fraction, no drift
+    record = rec(960, prompt=1200, expected=800) | {"prompt_tokens_local": 1000}
+    assert rules_fired([rec(0), record, record, record]) == []
+
+
+def test_a_cache_write_every_call() -> None:
+    records = [rec(0, write=1000), *[rec(0, expected=0, write=900)] * 3]
+    fired = rules_fired(records)
+    assert (4, "write_every_call") in fired
+    assert rules_fired([rec(0), *[rec(800, write=100)] * 4]) == []
+
+
+def test_busts_by_tools_or_system_alert_each_time_and_others_do_not() -> None:
+    tools = {"cause": "tools", "strategy": None, "message_index": None}
+    system = {"cause": "system", "strategy": None, "message_index": 0}
+    epoch = {"cause": "strategy", "strategy": "shorten_tools_epoch", "message_index": 9}
+    records = [rec(0), rec(900, bust=tools), rec(900, bust=epoch), rec(900, bust=system)]
+    records.append(rec(900, bust=tools))
+    assert rules_fired(records) == [(2, "bust_tools"), (4, "bust_system"), (5, "bust_tools")]
+    alert = evaluate(records, RULES)[0]
+    assert "tools list" in alert["message"]
+    assert alert["message"].endswith(".")
+
+
+def test_sessions_are_evaluated_apart() -> None:
+    a = [rec(0, session="a"), *[rec(900, session="a")] * 3]
+    b = [rec(0, session="b"), *[rec(100, session="b")] * 3]
+    mixed = [x for pair in zip(a, b, strict=True) for x in pair]
+    assert [(al["session"], al["rule"]) for al in evaluate(mixed, RULES)] == [("b", "low_hit_rate")]
+
+
+def test_rules_come_from_the_settings() -> None:
+    rules = AlertRules.from_settings(
+        Settings(alert_window=4, alert_min_hit_rate=0.9, alert_bust_causes=["transcript"])
+    )
+    assert (rules.window, rules.min_hit_rate, rules.bust_causes) == (4, 0.9, ("transcript",))
+    state = AlertState(rules)
+    bust = {"cause": "transcript", "strategy": None, "message_index": 1}
+    assert [a["rule"] for a in state.observe(rec(0, bust=bust))] == ["bust_transcript"]
+
+
+@pytest.mark.anyio
+async def test_the_recorder_delivers_alerts_to_the_record_hooks_and_logger(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    seen: list[Any] = []
+    recorder = CallRecorder(
+        "s",
+        settings=Settings(alert_window=2),
+        on_call=[seen.append],
+        token_counter=ApproxCounter(),
+    )
+    msgs: list[dict[str, Any]] = [{"role": "system", "content": "sys " * 1500}]
+    with caplog.at_level(logging.INFO, logger="ctxmw"):
+        for n in range(4):
+            msgs = [*msgs, {"role": "user", "content": f"q{n}"}]
+            usage = {"prompt_tokens": 700, "completion_tokens": 1}
+            usage["prompt_tokens_details"] = {"cached_tokens": 0}  # type: ignore[assignment]
+            await recorder.record(
+                model="gpt-4o", wire_kwargs={"model": "gpt-4o", "messages": msgs},
+                transcript=msgs, response={"usage": usage}, round=n,
+            )  # fmt: skip
+    fired = [(i, a["rule"]) for i, r in enumerate(seen) for a in r.alerts]
+    assert fired == [(2, "low_hit_rate"), (2, "drift")]
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [w.getMessage().split()[1] for w in warnings] == ["low_hit_rate", "drift"]
+
+
+@pytest.mark.anyio
+async def test_alerts_off_by_the_setting() -> None:
+    recorder = CallRecorder("s", settings=Settings(alerts=False), token_counter=ApproxCounter())
+    tools = [{"type": "function", "function": {"name": "f", "parameters": {}}}]
+    msgs = [{"role": "user", "content": "hi"}]
+    for n in range(2):
+        tools = [{**tools[0], "function": {"name": f"f{n}", "parameters": {}}}]
+        record = await recorder.record(
+            model="gpt-4o", wire_kwargs={"model": "gpt-4o", "messages": msgs, "tools": tools},
+            transcript=msgs, response=None,
+        )  # fmt: skip
+    assert record.bust is not None
+    assert record.alerts == ()
