@@ -45,25 +45,21 @@ def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> 
 def _cmd_stats(args: argparse.Namespace) -> int:
     from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
 
-    try:
-        for target, flag in ((args.plot, "--plot"), (args.html, "--html")):
-            if target:
-                check_folder_of(target, flag)
-        if args.follow:
-            return _follow(args)
-        records = load_ledgers(args.ledgers, on_skip=_note)
-        print(format_table(summarise(records)))
-        if args.plot:
-            print(f"plot: {plot_ledger(records, args.plot)}")
-        if args.html:
-            from ctxmw.telemetry.report import write_html
+    if args.follow:
+        return _follow(args)
+    for path, option in ((args.plot, "--plot"), (args.html, "--html")):
+        if path:
+            check_folder_of(path, option)
+    records = load_ledgers(args.ledgers, on_skip=_note)
+    print(format_table(summarise(records)))
+    if args.plot:
+        print(f"plot: {plot_ledger(records, args.plot)}")
+    if args.html:
+        from ctxmw.telemetry.report import write_html
 
-            print(f"html: {write_html(records, args.html, _rules())}")
-        if args.check:
-            return _check(records)
-    except UsageError as exc:
-        print(f"ctxmw stats: {exc}", file=sys.stderr)
-        return 2
+        print(f"html: {write_html(records, args.html, _rules())}")
+    if args.check:
+        return _check(records)
     return 0
 
 
