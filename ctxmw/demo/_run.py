@@ -14,6 +14,7 @@ import ctxmw
 from ctxmw._litellm import load_litellm
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
+from ctxmw.replay import DEFAULT_STRATEGY_LISTS
 from ctxmw.replay.figures import Retention, retention
 from ctxmw.runtime.session import Session
 from ctxmw.settings import Settings
@@ -24,14 +25,7 @@ from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "check_strategies", "run_demo"]
 
-DEMO_STRATEGIES = (
-    "none",
-    "shorten_tools_economic",
-    "shorten_tools",
-    "shorten_tools_epoch",
-    "shorten_tools_epoch_increment",
-    "clear_tool_results",
-)
+DEMO_STRATEGIES = DEFAULT_STRATEGY_LISTS  # the demo compares what replay compares
 SIMULATED_MODEL = "openai/gpt-4o"
 TASK = (
     "Review the ctxmw package: list its folders, read every module, grep for patterns, and "
