@@ -1,0 +1,106 @@
+"""The prices and cache limits the economic schedule weighs, per model and caching rule."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ctxmw._litellm import llm_provider, model_info
+from ctxmw.context.tokens import input_window
+from ctxmw.settings import Settings
+from ctxmw.telemetry.rules import cache_minimum, resolve_rule
+
+__all__ = ["DEFAULT_TTL", "Economics", "economics"]
+
+UNPRICED_READ_SHARE = 0.1
+"""Read price as a share of the input price when litellm has none (the usual 90% discount)."""
+WRITE_PREMIUM = 1.25
+"""Breakpoint write price over the input price when litellm has none (Anthropic's 5 minutes)."""
+DEFAULT_TTL = {"breakpoints": 300.0, "openai": 300.0, "gemini": 300.0, "exact": math.inf}
+"""Seconds an unused cache lives, per caching rule (``cache_ttl`` overrides): Anthropic's and
+OpenAI's caches last five minutes of inactivity (OpenAI: 5-10, up to an hour off-peak); Gemini's
+implicit cache is taken as the same; self-hosted servers keep a prefix until it is evicted."""
+_PROVIDER_TTL = {"deepseek": 3600.0}  # DeepSeek: "a few hours to days"; one hour is the floor
+
+
+@dataclass(frozen=True, slots=True)
+class Economics:
+    """What one token costs under the session's caching rule, and the cache's limits.
+
+    Attributes:
+        rule: the concrete caching rule (``openai``, ``breakpoints``, ``gemini``, ``exact``,
+            ``none``).
+        input: USD per uncached prompt token (1.0 when litellm does not price the model: only
+            ratios matter).
+        read: USD per prompt token read from the cache.
+        write: USD per prompt token written to the cache (the input price unless the provider
+            charges a write premium).
+        minimum: the smallest prompt the provider caches, in tokens.
+        ttl: seconds an unused cache lives.
+        limit: the largest prompt the strategy may send (window minus the output reservation).
+    """
+
+    rule: str
+    input: float
+    read: float
+    write: float
+    minimum: int
+    ttl: float
+    limit: int
+
+    def caches(self, tokens: float) -> bool:
+        """Whether a prompt of ``tokens`` is cached at all."""
+        return self.rule != "none" and tokens >= self.minimum
+
+
+def economics(model: str | None, settings: Settings) -> Economics:
+    """The prices and limits one call of ``model`` works with (see the module docstring).
+
+    An unknown model (None) is taken to cache automatically at the usual discount, unless the
+    ``cache_rule`` setting names a rule.
+    """
+    provider = _provider(model)
+    if model:
+        rule = resolve_rule(settings.cache_rule, model, provider)
+    else:
+        rule = "exact" if settings.cache_rule == "auto" else settings.cache_rule
+    listed_input, listed_read, listed_write = _prices(model)
+    price = listed_input or 1.0
+    read = listed_read or price * UNPRICED_READ_SHARE
+    write = price
+    if rule == "breakpoints":
+        write = listed_write or price * WRITE_PREMIUM
+    if rule == "none":
+        read = write = price
+    ttl = settings.cache_ttl or _PROVIDER_TTL.get(provider or "", DEFAULT_TTL.get(rule, math.inf))
+    window = settings.context_window or input_window(model)
+    minimum = cache_minimum(rule, model or "", provider)
+    return Economics(rule, price, read, write, minimum, ttl, window - settings.output_reservation)
+
+
+def _provider(model: str | None) -> str | None:
+    if not model:
+        return None
+    routed = llm_provider(model)
+    if routed is not None:
+        return routed[1]
+    return model.split("/", 1)[0] if "/" in model else None
+
+
+@lru_cache(maxsize=256)
+def _prices(model: str | None) -> tuple[float | None, float | None, float | None]:
+    """Input, cache-read and cache-write prices from litellm's map (None where it has none)."""
+    info = model_info(model) if model else {}
+    keys = (
+        "input_cost_per_token",
+        "cache_read_input_token_cost",
+        "cache_creation_input_token_cost",
+    )
+    return _price(info, keys[0]), _price(info, keys[1]), _price(info, keys[2])
+
+
+def _price(info: dict[str, Any], key: str) -> float | None:
+    value = info.get(key)
+    return float(value) if isinstance(value, int | float) and value > 0 else None
