@@ -150,6 +150,17 @@ class Settings(BaseSettings):
         "ctxmw.strategies.shorten_tools_economic); an idle gap longer than this makes the next "
         "call's cache cold.",
     )
+    economic_full_tool_calls: int = Field(
+        10,
+        ge=0,
+        description="shorten_tools_economic: calls before the boundary kept full (every newer "
+        "call is full too).",
+    )
+    economic_compacted_tool_calls: int = Field(
+        80,
+        ge=0,
+        description="shorten_tools_economic: calls kept compacted before the full window.",
+    )
     economic_break_even: float = Field(
         2.0,
         gt=0,

@@ -29,6 +29,8 @@ SMALL = {
     "epoch_size": 3,
     "epoch_full_tool_calls": 2,
     "epoch_compacted_tool_calls": 3,
+    "economic_full_tool_calls": 2,
+    "economic_compacted_tool_calls": 3,
     "epoch_increment_epochs_per_increase": 2,
     "epoch_increment_size_increase": 1,
     "epoch_increment_repeat_increase": 2,

@@ -48,6 +48,8 @@ SMALL = {
     "epoch_size": 4,
     "epoch_full_tool_calls": 3,
     "epoch_compacted_tool_calls": 6,
+    "economic_full_tool_calls": 3,
+    "economic_compacted_tool_calls": 6,
     "clear_tool_results_trigger": 3000,
 }
 

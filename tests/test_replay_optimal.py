@@ -28,7 +28,11 @@ from ctxmw.telemetry.prefix import PrefixTracker
 from ctxmw.types import Messages, StrategyContext
 
 MODEL = "anthropic/claude-sonnet-4-5"
-TIERS = {"epoch_full_tool_calls": 2, "epoch_compacted_tool_calls": 3, "short_output_length": 60}
+TIERS = {
+    "economic_full_tool_calls": 2,
+    "economic_compacted_tool_calls": 3,
+    "short_output_length": 60,
+}
 
 
 def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> dict[str, float]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from functools import partial
 from typing import Any
 
 import anyio
@@ -22,10 +23,14 @@ from ctxmw.strategies.shorten_tools_economic import (
 )
 from ctxmw.testing import FakeCompletion, text
 from ctxmw.types import Messages, StrategyContext
-from tests.transcripts import adjacent_calls, call_points, transcripts
+from tests.transcripts import adjacent_calls, call_points, classify, transcripts
 
 SONNET = "anthropic/claude-sonnet-4-5"
-SMALL = {"epoch_full_tool_calls": 2, "epoch_compacted_tool_calls": 3, "short_output_length": 60}
+SMALL = {
+    "economic_full_tool_calls": 2,
+    "economic_compacted_tool_calls": 3,
+    "short_output_length": 60,
+}
 
 
 def points(messages: Messages) -> list[int]:
@@ -100,6 +105,41 @@ def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
         assert (p in at) == (rent >= s.economic_break_even * purchase), p
         if p in at:
             boundary, rent = at[p], 0.0
+
+
+def test_the_tiers_are_its_own_settings_not_the_epoch_strategies() -> None:
+    source = adjacent_calls(400)
+    prompt, ctx = prompt_at(source, overrides={"epoch_full_tool_calls": 3})
+    boundary = ctx.stats[NAME]["pinned"]
+    regions = classify(source, prompt)
+    # Every call after the boundary and the 10 before it are full; 80 compacted before them.
+    assert regions["full"] == list(range(boundary - 9, 401))
+    assert regions["compacted"] == list(range(boundary - 89, boundary - 9))
+    s = Settings(economic_full_tool_calls=4, economic_compacted_tool_calls=7)
+    narrow, c = prompt_at(source, overrides=s.model_dump())
+    regions = classify(source, narrow)
+    pinned = c.stats[NAME]["pinned"]
+    assert (regions["full"][0], len(regions["compacted"])) == (pinned - 3, 7)
+
+
+def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
+    from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+
+    source = adjacent_calls(400)
+    s = Settings()
+    ctx = StrategyContext(settings=s, model=SONNET)
+    chain = resolve_strategies("shorten_tools_economic,cache_breakpoints", s)
+    trace: list[tuple[str, Messages]] = []
+    prompt = anyio.run(partial(apply_strategies, source, chain, ctx, trace=trace))
+    shortened = trace[0][1]
+    first_new = f"call_{ctx.stats[NAME]['pinned'] + 1}"
+    opener = next(
+        i
+        for i, m in enumerate(shortened)
+        if any(tc["id"] == first_new for tc in m.get("tool_calls") or ())
+    )
+    marks = [i for i, m in enumerate(prompt) if "cache_control" in json.dumps(m)]
+    assert marks[0] == opener - 1  # the end of the prefix that stays until the next move
 
 
 def test_a_long_session_is_compacted_and_stays_valid() -> None:

@@ -1,7 +1,8 @@
 """The limit: the cheapest boundary schedule for a recorded transcript, by dynamic programming.
 
-The schedules searched are those of ``shorten_tools_economic``'s tiers (and the epoch
-strategies' base tiers): at each call point the boundary either stays or moves to the newest
+The schedules searched are those of ``shorten_tools_economic``'s tiers
+(``economic_full_tool_calls`` full before the boundary, ``economic_compacted_tool_calls``
+compacted before them): at each call point the boundary either stays or moves to the newest
 completed call. Moving anywhere else never pays: for these tiers a move rewrites the prompt from
 the same place whatever its target (the compaction notice, just after the head), and a later
 boundary only shrinks every prompt to come and moves that place later. So a schedule is the set
@@ -133,7 +134,7 @@ def optimal_schedule(
         model: the model, for the counter.
         prices: input, cache-read and cache-write prices.
         counter: counts tokens (share the replay's, so the figures compare).
-        settings: the tiers (``epoch_full_tool_calls``, ``epoch_compacted_tool_calls``).
+        settings: the tiers (``economic_full_tool_calls``, ``economic_compacted_tool_calls``).
         window: prompts over it are allowed only where every boundary exceeds it.
         minimum: the breakpoint models' smallest cached prompt.
         tools: the tool definitions leading every prompt.
@@ -174,7 +175,7 @@ class _Builder:
         self._cache: dict[int, _Render] = {}
 
     def render(self, boundary: int) -> _Render:
-        if boundary <= self.settings.epoch_full_tool_calls:
+        if boundary <= self.settings.economic_full_tool_calls:
             boundary = 0  # nothing is compacted yet: the transcript as it is
         if boundary not in self._cache:
             self._cache[boundary] = self._render(boundary)

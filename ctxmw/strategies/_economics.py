@@ -50,6 +50,16 @@ class Economics:
     ttl: float
     limit: int
 
+    @property
+    def head_read(self) -> bool:
+        """Whether a rewritten prompt still reads its unchanged head from the cache.
+
+        Automatic prefix caches do; a breakpoint cache reads only up to a mark, and none sits
+        at the head's end (the marks are at the stable prefix and the end), so a move
+        rewrites the head too.
+        """
+        return self.rule != "breakpoints"
+
     def caches(self, tokens: float) -> bool:
         """Whether a prompt of ``tokens`` is cached at all."""
         return self.rule != "none" and tokens >= self.minimum

@@ -91,6 +91,8 @@ def _epoch_calls(ctx: StrategyContext, index: ToolIndex) -> int | None:
     """Completed calls in the current epoch: from the epoch strategy's stats, else computed."""
     for entry in ctx.stats.values():
         if "pinned" in entry and "keep_full" in entry:
-            return int(entry["keep_full"]) - ctx.settings.epoch_full_tool_calls
+            # The economic schedule has its own full tier and names it in its entry.
+            full = entry.get("full_tool_calls", ctx.settings.epoch_full_tool_calls)
+            return int(entry["keep_full"]) - int(full)
     plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
     return None if plan is None else len(index.calls) - plan.pinned

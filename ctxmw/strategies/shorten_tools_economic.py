@@ -1,9 +1,9 @@
 """``shorten_tools_economic`` (the default): move the compaction boundary only when it pays.
 
-The tiers are the epoch strategies' (counted back from the boundary: ``epoch_full_tool_calls``
-full, then ``epoch_compacted_tool_calls`` compacted, the rest dropped), but the boundary is not
-moved by counting calls. At every call point two prices are weighed, from litellm's prices
-under the session's caching rule:
+The tiers are counted back from the boundary like the epoch strategies' (its own
+``economic_full_tool_calls`` full, then ``economic_compacted_tool_calls`` compacted, the rest
+dropped; every newer call full), but the boundary is not moved by counting calls. At every call
+point two prices are weighed, from litellm's prices under the session's caching rule:
 
 - the rent: the tokens a move would reclaim now, at the price of a cached token (what carrying
   them costs on this call, and on every call until the boundary moves);
@@ -40,8 +40,10 @@ from ctxmw.types import Messages, StrategyContext
 __all__ = [
     "DEFAULT_TTL",
     "Economics",
+    "Schedule",
     "Sizes",
     "boundary_plan",
+    "decide",
     "economic_moves",
     "economics",
     "shorten_tools_economic",
@@ -77,8 +79,8 @@ class Sizes:
     def prompt(self, point: int, boundary: int, settings: Settings) -> float:
         """Tokens of the prompt at ``point`` (``messages[:point]``) with the boundary there."""
         n = self.calls_before(point)
-        mid = min(max(boundary - settings.epoch_full_tool_calls, 0), n)
-        low = max(mid - settings.epoch_compacted_tool_calls, 0)
+        mid = min(max(boundary - settings.economic_full_tool_calls, 0), n)
+        low = max(mid - settings.economic_compacted_tool_calls, 0)
         shown = self.full[n] - self.full[mid] + self.compacted[mid] - self.compacted[low]
         return self.other[point] + shown
 
@@ -123,6 +125,46 @@ def _chars(content: Any) -> int:
     return 0
 
 
+@dataclass(frozen=True, slots=True)
+class Schedule:
+    """The economic schedule's state after a call point.
+
+    Attributes:
+        boundary: completed calls before the boundary (0: it never moved).
+        rent: what carrying the reclaimable tokens has cost since the last move.
+    """
+
+    boundary: int = 0
+    rent: float = 0.0
+
+
+def decide(
+    state: Schedule, sizes: Sizes, point: int, econ: Economics, settings: Settings, cold: bool
+) -> Schedule:
+    """One call point's decision: the state after ``point`` (a moved boundary or more rent).
+
+    Args:
+        state: the schedule before this call point.
+        sizes: the transcript's estimated sizes.
+        point: the call point (messages sent).
+        econ: the prices and limits.
+        settings: the tiers and the break-even factor.
+        cold: the cache is cold at this call point (the move is free).
+    """
+    n = sizes.calls_before(point)
+    stay = sizes.prompt(point, state.boundary, settings)
+    moved = sizes.prompt(point, n, settings)
+    if moved >= stay:
+        return state
+    # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
+    rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
+    purchase = max(moved - (sizes.head if econ.head_read else 0.0), 0.0) * (econ.write - econ.read)
+    forced = stay > econ.limit or cold or not econ.caches(stay)
+    if forced or rent >= settings.economic_break_even * purchase:
+        return Schedule(n)
+    return Schedule(state.boundary, rent)
+
+
 def economic_moves(
     sizes: Sizes,
     points: Sequence[int],
@@ -139,20 +181,12 @@ def economic_moves(
         settings: the tiers and the break-even factor.
         cold: call points whose cache is cold (the move there is free).
     """
-    boundary, rent, moves = 0, 0.0, []
+    state, moves = Schedule(), []
     for point in points:
-        n = sizes.calls_before(point)
-        stay = sizes.prompt(point, boundary, settings)
-        moved = sizes.prompt(point, n, settings)
-        if moved >= stay:
-            continue
-        # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
-        rent += (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
-        purchase = max(moved - sizes.head, 0.0) * (econ.write - econ.read)
-        forced = stay > econ.limit or point in cold or not econ.caches(stay)
-        if forced or rent >= settings.economic_break_even * purchase:
-            boundary, rent = n, 0.0
-            moves.append((point, n))
+        after = decide(state, sizes, point, econ, settings, point in cold)
+        if after.boundary != state.boundary:
+            moves.append((point, after.boundary))
+        state = after
     return moves
 
 
@@ -160,8 +194,8 @@ def boundary_plan(
     n: int, boundary: int, previous: int, moves: int, settings: Settings
 ) -> EpochPlan:
     """The epoch plan for ``n`` completed calls with the boundary after call ``boundary``."""
-    keep_full = (n - boundary) + settings.epoch_full_tool_calls
-    truncate_to = keep_full + settings.epoch_compacted_tool_calls
+    keep_full = (n - boundary) + settings.economic_full_tool_calls
+    truncate_to = keep_full + settings.economic_compacted_tool_calls
     return EpochPlan(moves - 1, boundary, boundary - previous, keep_full, truncate_to)
 
 
@@ -170,7 +204,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
     """Compact and drop old tool calls, moving the boundary only when it pays (default)."""
     index = index_tools(messages, ctx.memo, NAME)
     s = ctx.settings
-    if not index.calls or (s.epoch_full_tool_calls == 0 and s.epoch_compacted_tool_calls == 0):
+    if not index.calls or (s.economic_full_tool_calls == 0 == s.economic_compacted_tool_calls):
         return messages
     econ = economics(ctx.model, s)
     cold = _cold_points(messages, ctx, econ)
@@ -181,7 +215,12 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
     previous = moves[-2][1] if len(moves) > 1 else 0
     plan = boundary_plan(len(index.calls), moves[-1][1], previous, len(moves), s)
     out = apply_plan(messages, index, plan, ctx, NAME)
-    ctx.stats[NAME].update(rule=econ.rule, moves=len(moves), cold=len(messages) in cold)
+    ctx.stats[NAME].update(
+        rule=econ.rule,
+        moves=len(moves),
+        cold=len(messages) in cold,
+        full_tool_calls=s.economic_full_tool_calls,
+    )
     return out
 
 
