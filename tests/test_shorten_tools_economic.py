@@ -101,7 +101,7 @@ def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
             assert p not in at
             continue
         rent += (stay - moved) * econ.read
-        purchase = (moved - sizes.head) * (econ.write - econ.read)
+        purchase = moved * (econ.write - econ.read)  # breakpoints: the head is rewritten too
         assert (p in at) == (rent >= s.economic_break_even * purchase), p
         if p in at:
             boundary, rent = at[p], 0.0
@@ -140,6 +140,29 @@ def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
     )
     marks = [i for i, m in enumerate(prompt) if "cache_control" in json.dumps(m)]
     assert marks[0] == opener - 1  # the end of the prefix that stays until the next move
+
+
+def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
+    # No mark sits at the head's end, so after a move the head is written again, not read.
+    source = adjacent_calls(120)
+    source[0] = {"role": "system", "content": "rules " * 8000}
+    s = Settings()
+    sizes = measure(source, index_tools(source), s)
+    econ = economics(SONNET, s)
+    moves = economic_moves(sizes, points(source), econ, s)
+    assert moves
+    boundary, rent, at = 0, 0.0, dict(moves)
+    for p in points(source):
+        n = sizes.calls_before(p)
+        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
+        if moved < stay:
+            rent += (stay - moved) * econ.read
+        if p in at:
+            assert rent >= s.economic_break_even * moved * (econ.write - econ.read), p
+            boundary, rent = at[p], 0.0
+    # Automatic prefix caching reads the head back: the same session moves sooner.
+    gpt = moves_of(source, SONNET, cache_rule="openai")
+    assert gpt[0][0] < moves[0][0]
 
 
 def test_a_long_session_is_compacted_and_stays_valid() -> None:
