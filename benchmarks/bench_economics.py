@@ -159,17 +159,27 @@ class Conversation:
 async def measure(
     transcripts: dict[str, Messages], model: str, counter: TokenCounter
 ) -> list[Conversation]:
-    """Replay every transcript; the default's ``auto`` column with the ``openai`` rule."""
-    main = await replay(transcripts, LISTS, model=model, counter=counter)
-    auto = await replay(
-        transcripts,
-        ["default"],
-        model=model,
-        counter=counter,
-        settings={"cache_rule": "openai"},
-        optimal=False,
-    )
-    return [_conversation(main.only(i), auto.only(i)) for i in range(len(transcripts))]
+    """Replay every transcript; the default's ``auto`` column with the ``openai`` rule.
+
+    One conversation at a time, with a progress line on stderr (the full run takes a while).
+    """
+    rows = []
+    started = time.perf_counter()
+    for name, messages in transcripts.items():
+        one = {name: messages}
+        main = await replay(one, LISTS, model=model, counter=counter)
+        auto = await replay(
+            one,
+            ["default"],
+            model=model,
+            counter=counter,
+            settings={"cache_rule": "openai"},
+            optimal=False,
+        )
+        rows.append(_conversation(main, auto))
+        elapsed = time.perf_counter() - started
+        print(f"  ({len(rows)}/{len(transcripts)} {name}: {elapsed:.0f} s)", file=sys.stderr)
+    return rows
 
 
 def _conversation(main: ReplayResult, auto: ReplayResult) -> Conversation:
@@ -270,10 +280,17 @@ def _goals(
         )
 
 
-async def _load(quick: bool, seeds: int) -> dict[str, Messages]:
+def _seeds(n_calls: int, quick: bool, seeds: int | None) -> int:
+    """Sessions per length: one in --quick; else two, one past 400 calls (they take longest)."""
+    if seeds is not None:
+        return seeds
+    return 1 if quick or n_calls > 400 else 2
+
+
+async def _load(quick: bool, seeds: int | None) -> dict[str, Messages]:
     transcripts: dict[str, Messages] = {}
     for n in QUICK_LENGTHS if quick else FULL_LENGTHS:
-        for seed in range(seeds):
+        for seed in range(_seeds(n, quick, seeds)):
             transcripts[f"generated:{n}:seed={seed}"] = session(n, seed)
     for path in sorted(REAL.glob("*.jsonl")) if REAL.is_dir() else ():
         transcripts.update(await load_transcript(path))
@@ -285,12 +302,13 @@ async def _load(quick: bool, seeds: int) -> dict[str, Messages]:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--quick", action="store_true", help="5 lengths, 4-byte tokens")
-    parser.add_argument("--seeds", type=int, default=None, help="sessions per length")
+    parser.add_argument(
+        "--seeds", type=int, default=None, help="sessions per length (default: 2, 1 past 400)"
+    )
     parser.add_argument("--model", default="anthropic/claude-sonnet-4-5")
     args = parser.parse_args(argv)
-    seeds = args.seeds or (1 if args.quick else 2)
     started = time.perf_counter()
-    transcripts: dict[str, Any] = anyio.run(_load, args.quick, seeds)
+    transcripts: dict[str, Any] = anyio.run(_load, args.quick, args.seeds)
     counter: TokenCounter = ApproxCounter() if args.quick else LiteLLMCounter()
     rows = anyio.run(measure, transcripts, args.model, counter)
     report(rows, time.perf_counter() - started)
