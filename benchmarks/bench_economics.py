@@ -157,34 +157,52 @@ class Conversation:
 
 
 async def measure(
-    transcripts: dict[str, Messages], model: str, counter: TokenCounter
+    transcripts: dict[str, Messages],
+    model: str,
+    counter: TokenCounter,
+    variants: Sequence[str] = (),
 ) -> list[Conversation]:
     """Replay every transcript; the default's ``auto`` column with the ``openai`` rule.
 
     One conversation at a time, with a progress line on stderr (the full run takes a while).
+    Each variant (``KEY=VALUE``) adds a row: the default with that setting, in the same run.
     """
     rows = []
     started = time.perf_counter()
     for name, messages in transcripts.items():
         one = {name: messages}
         main = await replay(one, LISTS, model=model, counter=counter)
-        auto = await replay(
-            one,
-            ["default"],
-            model=model,
-            counter=counter,
-            settings={"cache_rule": "openai"},
-            optimal=False,
-        )
-        rows.append(_conversation(main, auto))
+        row = _conversation(main)
+        for variant in ("", *variants):
+            await _default_row(row, one, model, counter, variant)
+        rows.append(row)
         elapsed = time.perf_counter() - started
         print(f"  ({len(rows)}/{len(transcripts)} {name}: {elapsed:.0f} s)", file=sys.stderr)
     return rows
 
 
-def _conversation(main: ReplayResult, auto: ReplayResult) -> Conversation:
+async def _default_row(
+    row: Conversation, one: dict[str, Messages], model: str, counter: TokenCounter, variant: str
+) -> None:
+    """The default's costs (``auto`` with the ``openai`` rule) with one setting changed."""
+    overrides: dict[str, Any] = {}
+    if variant:
+        key, _, value = variant.partition("=")
+        overrides[key] = json.loads(value)
+    label = f"default [{variant}]" if variant else "default"
+    kwargs: dict[str, Any] = {"model": model, "counter": counter, "optimal": False}
+    if overrides:  # the default itself is already in the main replay
+        figures = (await replay(one, ["default"], settings=overrides, **kwargs)).strategies
+        row.cost[label] = dict(figures["default"].cost)
+        row.visible[label] = (
+            figures["default"].retention.full + figures["default"].retention.compacted
+        )
+    auto = await replay(one, ["default"], settings={**overrides, "cache_rule": "openai"}, **kwargs)
+    row.cost[label]["auto"] = auto.strategies["default"].cost["auto"]
+
+
+def _conversation(main: ReplayResult) -> Conversation:
     cost = {name: dict(s.cost) for name, s in main.strategies.items()}
-    cost["default"]["auto"] = auto.strategies["default"].cost["auto"]
     best = main.optimal
     assert best is not None
     visible = {
@@ -212,14 +230,15 @@ def report(rows: Sequence[Conversation], elapsed: float) -> None:
 
 def _table(label: str, rows: Sequence[Conversation]) -> None:
     print(f"\n{label} sessions ({len(rows)}): cost x none / x optimal, per caching model")
+    print("(x optimal: the optimum of the default's tiers, for every row)")
     head = "".join(f"{k:>24}" for k in CACHING_MODELS)
-    print(f"{'strategy':<32}{head}{'visible':>10}")
-    for name in ["none", *LISTS]:
+    print(f"{'strategy':<40}{head}{'visible':>10}")
+    for name in rows[0].cost:
         cells = "".join(
             f"{_sum(rows, name, k) / _sum(rows, 'none', k):>11.3f} / {_opt(rows, name, k):>6.3f}  "
             for k in CACHING_MODELS
         )
-        print(f"{name:<32}{cells}{sum(r.visible[name] for r in rows):>10}")
+        print(f"{name:<40}{cells}{sum(r.visible[name] for r in rows):>10}")
 
 
 def _sum(rows: Sequence[Conversation], name: str, key: str) -> float:
@@ -306,11 +325,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--seeds", type=int, default=None, help="sessions per length (default: 2, 1 past 400)"
     )
     parser.add_argument("--model", default="anthropic/claude-sonnet-4-5")
+    parser.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="also replay the default with this setting (a JSON value), side by side",
+    )
     args = parser.parse_args(argv)
     started = time.perf_counter()
     transcripts: dict[str, Any] = anyio.run(_load, args.quick, args.seeds)
     counter: TokenCounter = ApproxCounter() if args.quick else LiteLLMCounter()
-    rows = anyio.run(measure, transcripts, args.model, counter)
+    rows = anyio.run(measure, transcripts, args.model, counter, args.variant)
     report(rows, time.perf_counter() - started)
     return 0
 

@@ -7,8 +7,9 @@ point two prices are weighed, from litellm's prices under the session's caching 
 
 - the rent: the tokens a move would reclaim now, at the price of a cached token (what carrying
   them costs on this call, and on every call until the boundary moves);
-- the purchase: rewriting the prompt after its head once, at the write price minus the read
-  price (what moving costs).
+- the purchase: rewriting the prompt after its head once (the head too under breakpoint
+  caching, where no mark sits at its end), at the write price minus the read price (what
+  moving costs).
 
 The boundary moves to the newest call once the rent paid since the last move reaches the
 purchase (times ``economic_break_even``): the ski-rental break-even rule. It moves at once when
