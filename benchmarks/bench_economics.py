@@ -28,13 +28,14 @@ import math
 import random
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import anyio
 
+from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.replay import ReplayResult, load_transcript, replay
 from ctxmw.replay.caching import CACHING_MODELS
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter, TokenCounter
@@ -142,6 +143,30 @@ def _text(rng: random.Random, chars: int) -> str:
         words.append(word if len(words) % 12 else "\n" + word)
         total += len(word) + 1
     return " ".join(words)[:chars]
+
+
+class CountOnce:
+    """A token counter that counts each distinct message once for the whole benchmark.
+
+    Every replay (each strategy list, each variant) would otherwise tokenize the same messages
+    again; with litellm's tokenizer that is most of the run.
+    """
+
+    def __init__(self, counter: TokenCounter) -> None:
+        self._counter = counter
+        self._tokens: dict[tuple[str, bytes], int] = {}
+
+    def message_tokens(self, model: str, message: Mapping[str, Any]) -> int:
+        key = (model, canonical_bytes(message))
+        if key not in self._tokens:
+            self._tokens[key] = self._counter.message_tokens(model, message)
+        return self._tokens[key]
+
+    def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
+        return self._counter.tools_tokens(model, tools, has_system)
+
+    def overhead_tokens(self, model: str) -> int:
+        return self._counter.overhead_tokens(model)
 
 
 @dataclass
@@ -306,11 +331,15 @@ def _seeds(n_calls: int, quick: bool, seeds: int | None) -> int:
     return 1 if quick or n_calls > 400 else 2
 
 
-async def _load(quick: bool, seeds: int | None) -> dict[str, Messages]:
+async def _load(
+    quick: bool, seeds: int | None, lengths: Sequence[int] | None, real: bool = True
+) -> dict[str, Messages]:
     transcripts: dict[str, Messages] = {}
-    for n in QUICK_LENGTHS if quick else FULL_LENGTHS:
+    for n in lengths or (QUICK_LENGTHS if quick else FULL_LENGTHS):
         for seed in range(_seeds(n, quick, seeds)):
             transcripts[f"generated:{n}:seed={seed}"] = session(n, seed)
+    if not real:
+        return transcripts
     for path in sorted(REAL.glob("*.jsonl")) if REAL.is_dir() else ():
         transcripts.update(await load_transcript(path))
     if not REAL.is_dir():
@@ -325,6 +354,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--seeds", type=int, default=None, help="sessions per length (default: 2, 1 past 400)"
     )
     parser.add_argument("--model", default="anthropic/claude-sonnet-4-5")
+    parser.add_argument("--lengths", help="generated session lengths, comma-separated")
+    parser.add_argument("--no-real", action="store_true", help="leave out the real transcripts")
     parser.add_argument(
         "--variant",
         action="append",
@@ -334,8 +365,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     started = time.perf_counter()
-    transcripts: dict[str, Any] = anyio.run(_load, args.quick, args.seeds)
-    counter: TokenCounter = ApproxCounter() if args.quick else LiteLLMCounter()
+    lengths = [int(n) for n in args.lengths.split(",")] if args.lengths else None
+    transcripts: dict[str, Any] = anyio.run(
+        _load, args.quick, args.seeds, lengths, not args.no_real
+    )
+    counter: TokenCounter = CountOnce(ApproxCounter() if args.quick else LiteLLMCounter())
     rows = anyio.run(measure, transcripts, args.model, counter, args.variant)
     report(rows, time.perf_counter() - started)
     return 0
