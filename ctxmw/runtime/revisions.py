@@ -20,7 +20,9 @@ what to record.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import itertools
+import operator
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,16 +151,32 @@ class Plan:
     appended: Messages
 
 
-def plan_history(stored: Sequence[Message], ours: Sequence[bool], given: Messages) -> Plan:
+KeyCache = MutableMapping[int, tuple[Any, str]]
+"""Normal keys by object id, each beside its object (which keeps the id from being reused)."""
+
+
+def plan_history(
+    stored: Sequence[Message],
+    ours: Sequence[bool],
+    given: Messages,
+    *,
+    hint: Sequence[Message] = (),
+    keys: KeyCache | None = None,
+) -> Plan:
     """Line the caller's history up against the current revision.
 
     The caller's messages are the conversation. The one exception: a run of messages marked as
     ctxmw's tool round is put back where everything before it matched exactly and the caller's
     next message is the answer that followed the run. Anything else that differs (an edit, a
     removal, a restarted turn, a moving system prompt) becomes an :class:`Edit`.
+
+    The work grows with what is new. ``hint`` (the previous call's ``conversation``, whose
+    messages are the same as ``stored``'s at the same positions) gives the common prefix by
+    identity, then plain equality, without normalising a message; ``keys`` keeps the normal
+    keys an edit compares, so a message object is normalised once per conversation.
     """
-    conversation: Messages = []
-    i = j = 0
+    conversation: Messages = list(given[: _same_prefix(hint, given, len(stored))])
+    i = j = len(conversation)
     while i < len(stored) and j < len(given):
         if same_message(stored[i], given[j]):
             conversation.append(given[j])
@@ -172,21 +190,55 @@ def plan_history(stored: Sequence[Message], ours: Sequence[bool], given: Message
     conversation.extend(given[j:])
     if i == len(stored):
         return Plan(conversation, None, list(given[j:]))
-    return Plan(conversation, diff(stored, conversation), [])
+    start = len(conversation) - (len(given) - j)  # conversation[:start] lines up with stored[:i]
+    return Plan(conversation, diff(stored, conversation, keys=keys, start=min(i, start)), [])
 
 
-def diff(old: Sequence[Message], new: Sequence[Message]) -> Edit:
-    """The smallest-effort ops that turn ``old`` into ``new`` (messages compared normalised)."""
-    a = [normal_key(m) for m in old]
-    b = [normal_key(m) for m in new]
+def _same_prefix(hint: Sequence[Message], given: Sequence[Message], limit: int) -> int:
+    """How many leading messages of ``given`` are ``hint``'s (the same object, or equal)."""
+    n = min(len(hint), len(given), limit)
+    # One pass in C: the first index where the two differ (``!=`` is cheap on the same object).
+    return next(itertools.compress(itertools.count(), map(operator.ne, hint[:n], given[:n])), n)
+
+
+def diff(
+    old: Sequence[Message],
+    new: Sequence[Message],
+    *,
+    keys: KeyCache | None = None,
+    start: int = 0,
+) -> Edit:
+    """The smallest-effort ops that turn ``old`` into ``new`` (messages compared normalised).
+
+    ``old[:start]`` and ``new[:start]`` are known to be the same messages and are not compared;
+    ``keys`` caches normal keys by message object.
+    """
+    key = _keyer(keys)
+    a = [key(m) for m in old[start:]]
+    b = [key(m) for m in new[start:]]
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     ops: list[Op] = []
     inserted: list[Message] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            ops.append((i1, i2 - i1, j2 - j1))
-            inserted.extend(new[j1:j2])
+            ops.append((start + i1, i2 - i1, j2 - j1))
+            inserted.extend(new[start + j1 : start + j2])
     return Edit(tuple(ops), tuple(inserted))
+
+
+def _keyer(keys: KeyCache | None) -> Any:
+    if keys is None:
+        return normal_key
+
+    def key(message: Message) -> str:
+        found = keys.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        text = normal_key(message)
+        keys[id(message)] = (message, text)
+        return text
+
+    return key
 
 
 def _run_end(ours: Sequence[bool], i: int) -> int:

@@ -91,6 +91,11 @@ class TranscriptFile:
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
 
+    @property
+    def size(self) -> int:
+        """Bytes of whole, valid lines, as last loaded or written."""
+        return self._good
+
     async def load(self) -> Messages:
         """Read every completed round: the current revision; an absent file is empty.
 
