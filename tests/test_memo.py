@@ -102,7 +102,7 @@ async def test_finished_stateless_conversations_do_not_pin_their_transcripts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from ctxmw.runtime import wrapper
-    from ctxmw.runtime._conversations import Conversations
+    from ctxmw.runtime.conversations import Conversations
 
     # 20,000 tokens' worth of bytes (the registry counts a held token as four bytes).
     monkeypatch.setattr(wrapper, "_conversations", Conversations(max_bytes=4 * 20_000))

@@ -16,7 +16,7 @@ import pytest
 
 import ctxmw
 from ctxmw.runtime import revisions, wrapper
-from ctxmw.runtime._conversations import Conversation, Conversations
+from ctxmw.runtime.conversations import Conversation, Conversations
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.strategies.shorten_tools_economic import NAME
 from ctxmw.testing import FakeCompletion, text

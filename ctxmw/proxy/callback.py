@@ -3,7 +3,7 @@
 A request's path through the hooks (all in the process that accepted it):
 
 1. ``async_pre_call_hook`` (the model group is known): the conversation's identity
-   (:mod:`ctxmw.proxy.identity`), its settings (config, model group, key, request;
+   (:mod:`ctxmw.runtime.identity`), its settings (config, model group, key, request;
    :mod:`ctxmw.proxy.config`), and, when ``inbox`` is in the strategy list, its inbox notes,
    claimed atomically in the shared state. An ``abort`` note answers the request with HTTP 400.
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
@@ -30,10 +30,10 @@ from litellm.integrations.custom_logger import CustomLogger
 from ctxmw.errors import CtxmwError, UsageError
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy.config import ProxyConfig, load_config
-from ctxmw.proxy.identity import conversation_identity
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
 from ctxmw.proxy.metrics import Metrics
 from ctxmw.proxy.telemetry import FleetRecorders
+from ctxmw.runtime.identity import conversation_identity
 from ctxmw.settings import Settings
 from ctxmw.state import Note, State, open_state
 from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies

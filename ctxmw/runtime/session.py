@@ -62,8 +62,8 @@ from ctxmw._litellm import (
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
-from ctxmw.runtime._conversations import Carried, Conversation
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, wire_offload
 from ctxmw.runtime.revisions import plan_history

@@ -14,7 +14,7 @@ Consecutive stateless calls of one conversation (one save_file, or one explicit 
 id, or litellm's ``litellm_session_id`` / ``metadata["session_id"]``) continue from what the
 previous call left: the strategies' memo, the telemetry recorder (its previous call) and the
 loaded transcript, re-read only when the file changed. They live in a bounded in-process
-registry (:mod:`ctxmw.runtime._conversations`: by conversations and by bytes held, the least
+registry (:mod:`ctxmw.runtime.conversations`: by conversations and by bytes held, the least
 recently used forgotten first; a forgotten conversation's next call starts cold, with the same
 result).
 
@@ -36,8 +36,9 @@ from typing import Any
 import anyio
 
 from ctxmw._litellm import CompletionFn
-from ctxmw.runtime._conversations import Conversations
-from ctxmw.runtime.options import conversation_id, split_options
+from ctxmw.runtime.conversations import Conversations
+from ctxmw.runtime.identity import conversation_identity
+from ctxmw.runtime.options import split_options
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
 from ctxmw.types import Message, StrategySpec
@@ -111,7 +112,8 @@ async def acompletion(
     chosen = {**options, **{k: v for k, v in given.items() if v is not None}}
     chosen["on_call"] = chosen.get("on_call") or ()
     if chosen.get("session") is None and chosen.get("save_file") is None:
-        chosen["session"] = conversation_id(rest)
+        identity = conversation_identity(rest, head=False)
+        chosen["session"] = identity.conversation if identity is not None else None
     if clock is not None:
         chosen["clock"] = clock
     return await _run(model, list(messages or []), tools, completion, chosen, rest)
