@@ -412,7 +412,11 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
-        side = functools.partial(self._side_call, list(turn.working), round_)
+        # One snapshot of the working transcript serves the side calls and, unless inbox notes
+        # joined it, the telemetry record: a pointer copy, the round's only per-message work
+        # outside the strategies and the telemetry.
+        snapshot = list(turn.working)
+        side = functools.partial(self._side_call, snapshot, round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
@@ -429,8 +433,9 @@ class Session:
                 prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
-            turn.add_notes(delivered_notes(ctx))
-            call = _Call(list(turn.working), ctx, trace, round_)
+            notes = delivered_notes(ctx)
+            turn.add_notes(notes)
+            call = _Call(list(turn.working) if notes else snapshot, ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
         except BaseException:
             self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]
