@@ -326,3 +326,43 @@ async def test_a_stateless_caller_switching_models_finds_the_cache_cold() -> Non
     assert was_cold
     _, _, was_cold = await economic_call(1.0)
     assert not was_cold
+
+
+async def test_a_moving_system_prompt_normalises_only_what_is_new(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    normalised = 0
+    original = revisions.normal_key
+
+    def counting(message: Any) -> str:
+        nonlocal normalised
+        normalised += 1
+        return original(message)
+
+    monkeypatch.setattr(revisions, "normal_key", counting)
+    body: Messages = [{"role": "user", "content": "go"}]
+    for n in range(60):
+        body += [{"role": "assistant", "content": f"a{n}"}, {"role": "user", "content": f"q{n}"}]
+
+    async def call(minute: int) -> None:
+        # A framework rebuilds every dict on every call; the system prompt carries the time.
+        system = {"role": "system", "content": f"Current time: 10:{minute:02d}."}
+        history = [system, *(dict(m) for m in body)]
+        await ctxmw.acompletion(
+            "gpt-4o",
+            history,
+            save_file=tmp_path / "a.jsonl",
+            prompt_strategies="none",
+            completion=FakeCompletion(text(f"answer {minute}")),
+        )
+        body.extend([{"role": "assistant", "content": f"answer {minute}"}])
+        body.append({"role": "user", "content": f"next {minute}"})
+
+    for minute in range(3):
+        await call(minute)
+    normalised = 0
+    await call(3)
+    assert normalised <= 8  # the moved system prompt and the newest messages, not all 125
+    revisions_seen = await TranscriptFile(tmp_path / "a.jsonl").revisions()
+    assert len(revisions_seen.earlier) == 3
+    assert revisions_seen.current[0]["content"] == "Current time: 10:03."

@@ -191,7 +191,8 @@ def plan_history(
     if i == len(stored):
         return Plan(conversation, None, list(given[j:]))
     start = len(conversation) - (len(given) - j)  # conversation[:start] lines up with stored[:i]
-    return Plan(conversation, diff(stored, conversation, keys=keys, start=min(i, start)), [])
+    edit = diff(stored, conversation, keys=keys, start=min(i, start), hint=hint)
+    return Plan(conversation, edit, [])
 
 
 def _same_prefix(hint: Sequence[Message], given: Sequence[Message], limit: int) -> int:
@@ -207,15 +208,17 @@ def diff(
     *,
     keys: KeyCache | None = None,
     start: int = 0,
+    hint: Sequence[Message] = (),
 ) -> Edit:
     """The smallest-effort ops that turn ``old`` into ``new`` (messages compared normalised).
 
     ``old[:start]`` and ``new[:start]`` are known to be the same messages and are not compared;
-    ``keys`` caches normal keys by message object.
+    ``keys`` caches normal keys by message object; a message of ``new`` equal to the ``hint``
+    message it lines up with (the previous call's) takes that one's key without normalising.
     """
     key = _keyer(keys)
     a = [key(m) for m in old[start:]]
-    b = [key(m) for m in new[start:]]
+    b = _aligned_keys(new, hint, start, key, keys)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     ops: list[Op] = []
     inserted: list[Message] = []
@@ -224,6 +227,32 @@ def diff(
             ops.append((start + i1, i2 - i1, j2 - j1))
             inserted.extend(new[start + j1 : start + j2])
     return Edit(tuple(ops), tuple(inserted))
+
+
+_RESYNC = 4  # messages a caller removed at once that the alignment skips (a tool pair or two)
+
+
+def _aligned_keys(
+    new: Sequence[Message], hint: Sequence[Message], start: int, key: Any, keys: KeyCache | None
+) -> list[str]:
+    """Normal keys of ``new[start:]``, taken from the equal ``hint`` message where one lines up.
+
+    Equal dicts have equal normal forms, so a taken key is exact; the alignment (a pointer into
+    ``hint`` that skips a few removed messages) only decides how often normalising is avoided.
+    """
+    out: list[str] = []
+    k = start
+    for message in new[start:]:
+        match = next((n for n in range(k, min(k + _RESYNC, len(hint))) if hint[n] == message), None)
+        if match is None:
+            out.append(key(message))
+            continue
+        text = key(hint[match])
+        if keys is not None:
+            keys[id(message)] = (message, text)
+        out.append(text)
+        k = match + 1
+    return out
 
 
 def _keyer(keys: KeyCache | None) -> Any:
