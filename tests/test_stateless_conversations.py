@@ -366,3 +366,15 @@ async def test_a_moving_system_prompt_normalises_only_what_is_new(
     revisions_seen = await TranscriptFile(tmp_path / "a.jsonl").revisions()
     assert len(revisions_seen.earlier) == 3
     assert revisions_seen.current[0]["content"] == "Current time: 10:03."
+
+
+async def test_a_sessions_own_system_message_does_not_shift_what_the_caller_matched() -> None:
+    fake = FakeCompletion(text("a"), text("b"))
+    session = ctxmw.Session("gpt-4o", system="Be brief.", completion=fake, prompt_strategies="none")
+    first: Messages = [{"role": "user", "content": "hi"}]
+    await session.complete(first)
+    second = [*first, {"role": "assistant", "content": "a"}, {"role": "user", "content": "more"}]
+    await session.complete(second)
+    # The caller's history never had the system message: it is an edit that removes it.
+    assert fake.prompts[1] == second
+    assert session.messages == [*second, {"role": "assistant", "content": "b"}]

@@ -358,7 +358,9 @@ class Session:
         if plan.edit is not None:
             self._forget_keys(given)
         turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
-        turn.edit, turn.stateless, turn.hint = plan.edit, True, plan.conversation
+        turn.edit, turn.stateless = plan.edit, True
+        # A system message staged ahead of the caller's would shift the record's positions.
+        turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
 
