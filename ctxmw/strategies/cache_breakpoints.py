@@ -29,7 +29,6 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from ctxmw.messages.pairs import ToolIndex, index_tools
-from ctxmw.strategies._epochs import repeat_positions
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
 from ctxmw.telemetry.marks import (
@@ -79,7 +78,7 @@ cache_breakpoints = register_strategy("cache_breakpoints")(CacheBreakpoints())
 
 def _stable_end(messages: Messages, ctx: StrategyContext) -> int | None:
     """Index of the last message before the current epoch's first call, or None."""
-    index = index_tools(messages)
+    index = index_tools(messages, ctx.memo, "cache_breakpoints")
     new_calls = _epoch_calls(ctx, index)
     if new_calls is None or new_calls <= 0 or new_calls > len(index.calls):
         return None
@@ -92,5 +91,5 @@ def _epoch_calls(ctx: StrategyContext, index: ToolIndex) -> int | None:
     for entry in ctx.stats.values():
         if "pinned" in entry and "keep_full" in entry:
             return int(entry["keep_full"]) - ctx.settings.epoch_full_tool_calls
-    plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
+    plan = increment_epoch_plan(len(index.calls), index.repeats(), ctx.settings)
     return None if plan is None else len(index.calls) - plan.pinned

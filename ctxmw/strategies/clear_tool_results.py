@@ -80,7 +80,7 @@ class ClearToolResults:
         opts = _options(ctx.settings)
         stats: dict[str, Any] = {"triggered": False, "cleared": 0, "placeholder": opts.placeholder}
         ctx.stats["clear_tool_results"] = stats
-        index = index_tools(messages)
+        index = index_tools(messages, ctx.memo, "clear_tool_results")
         if len(index.calls) <= opts.keep:
             return messages
         if not _exceeds(messages, opts.trigger, as_counter(self.counter), ctx.model):
