@@ -4,7 +4,9 @@ A strategy that keeps what it derived from its previous input (``StrategyContext
 redoes the work past the first message that changed. :func:`common_prefix` finds that message at
 C speed: slices of the two lists are compared (``list ==`` tries identity before equality, so
 the session's own transcript costs a pointer walk, and a framework that rebuilds equal dicts
-every call still matches). :func:`resume_point` then steps back to the start of a tool group
+every call still matches). :func:`same_prefix` tells where the objects stop being the same
+ones, for a renderer that passes unchanged messages on as this call's own objects.
+:func:`resume_point` steps back to the start of a tool group
 that is still open there, whose pairing the new messages may change.
 
 Nothing here keeps state: the callers store the previous input beside what they derived.
@@ -16,33 +18,35 @@ import operator
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["MAX_MEMO_MESSAGES", "Prefix", "common_prefix", "resume_point"]
+__all__ = ["MAX_MEMO_MESSAGES", "common_prefix", "resume_point", "same_prefix"]
 
 MAX_MEMO_MESSAGES = 200_000
 """Inputs longer than this are not kept in a memo (each strategy keeps one list per owner)."""
 
-Prefix = tuple[int, int]
-"""``(same, equal)``: the previous input's first ``same`` messages are the same objects as this
-call's; the first ``equal`` (``>= same``) are equal dicts."""
 
-
-def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> Prefix:
-    """How far ``current`` starts like ``previous``: by identity, and by equality."""
+def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """How many messages ``current`` starts with that equal ``previous``'s (identity first)."""
     m = min(len(previous), len(current))
-    same = _first_false(list(map(operator.is_, previous[:m], current[:m])), m)
-    if same == m:
-        return m, m
-    head, tail = list(previous[same:m]), list(current[same:m])
-    if head == tail:
-        return same, m
-    lo, hi = 0, len(head)  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]
+    head, tail = list(previous[:m]), list(current[:m])
+    if head == tail:  # identical objects compare in C without looking inside them
+        return m
+    lo, hi = 0, m  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]
     while hi - lo > 1:
         mid = (lo + hi) // 2
         if head[lo:mid] == tail[lo:mid]:
             lo = mid
         else:
             hi = mid
-    return same, same + lo
+    return lo
+
+
+def same_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
+    """How many of the first ``upto`` messages of ``current`` are ``previous``'s own objects."""
+    flags = list(map(operator.is_, previous[:upto], current[:upto]))
+    try:
+        return flags.index(False)
+    except ValueError:
+        return upto
 
 
 def resume_point(messages: Sequence[Any], k: int) -> int:
@@ -57,13 +61,6 @@ def resume_point(messages: Sequence[Any], k: int) -> int:
     if i >= 0 and _opens_group(messages[i]):
         return i
     return k
-
-
-def _first_false(flags: list[bool], default: int) -> int:
-    try:
-        return flags.index(False)
-    except ValueError:
-        return default
 
 
 def _transparent(msg: Any) -> bool:

@@ -132,7 +132,7 @@ def index_tools(
     if seen is None:
         indexer = _Indexer().feed(messages, 0)
     else:
-        start = resume_point(messages, common_prefix(seen[0], messages)[1])
+        start = resume_point(messages, common_prefix(seen[0], messages))
         indexer = seen[1].truncate(start, messages) if start > 0 else _Indexer()
         indexer.feed(messages, start)
     if len(messages) <= MAX_MEMO_MESSAGES:

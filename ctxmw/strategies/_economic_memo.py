@@ -156,7 +156,7 @@ def _resumed(
     """``kept`` cut back to what still holds for ``messages``, or None."""
     if kept.key != key:
         return None
-    start = resume_point(messages, common_prefix(kept.inputs, messages)[1])
+    start = resume_point(messages, common_prefix(kept.inputs, messages))
     turned = [p for p in cold if p not in kept.cold]
     if turned:
         start = min(start, min(turned))

@@ -15,7 +15,12 @@ from enum import IntEnum
 from typing import Any
 
 from ctxmw.context.compressors import apply_compressor, compressor_registry
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    resume_point,
+    same_prefix,
+)
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
@@ -190,8 +195,7 @@ def _reuse(
     """``state`` cut back to the messages whose input and regions are unchanged, or None."""
     if state.key != key:
         return None
-    same, equal = common_prefix(state.inputs, messages)
-    start = resume_point(messages, equal)
+    start = resume_point(messages, common_prefix(state.inputs, messages))
     changed = min(_first_difference(state.calls, calls), _first_difference(state.results, results))
     if changed < len(index.calls):
         start = min(start, index.calls[changed].call_index)
@@ -199,6 +203,7 @@ def _reuse(
         return None
     cut = state.pos[start]
     body = state.body[:cut]
+    same = same_prefix(state.inputs, messages, start)
     if same < start:
         # Equal, not identical, inputs: show this call's objects where they were passed on.
         lo, hi = state.pos[same], cut
