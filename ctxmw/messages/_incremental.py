@@ -27,7 +27,8 @@ MAX_MEMO_MESSAGES = 200_000
 def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
     """How many messages ``current`` starts with that equal ``previous``'s (identity first)."""
     m = min(len(previous), len(current))
-    head, tail = list(previous[:m]), list(current[:m])
+    head = previous if len(previous) == m and isinstance(previous, list) else list(previous[:m])
+    tail = list(current[:m])
     if head == tail:  # identical objects compare in C without looking inside them
         return m
     lo, hi = 0, m  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]
