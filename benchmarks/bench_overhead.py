@@ -207,15 +207,20 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=10)
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=50)
+    parser.add_argument(
+        "--part", type=int, choices=(1, 2), help="run only part 1 or only part 2 (default: both)"
+    )
     args = parser.parse_args()
     logging.getLogger("ctxmw").setLevel(logging.WARNING)
     if args.quick:
         global SIZES
         SIZES = (100, 2_000)
         args.sessions, args.rounds, args.calls = 100, 10, 5
-    asyncio.run(part1(args.calls))
-    asyncio.run(part2(args.sessions, args.rounds, traced=False))
-    asyncio.run(part2(args.sessions, args.rounds, traced=True))
+    if args.part != 2:
+        asyncio.run(part1(args.calls))
+    if args.part != 1:
+        asyncio.run(part2(args.sessions, args.rounds, traced=False))
+        asyncio.run(part2(args.sessions, args.rounds, traced=True))
 
 
 if __name__ == "__main__":

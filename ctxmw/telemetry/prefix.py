@@ -10,13 +10,18 @@ Such a cache also holds the tokens it generated for the previous call: when this
 extends the previous one with exactly the reply the previous call got (see :meth:`note_reply`),
 that message is counted as ``reply_tokens``.
 
-Cost per call: a digest lookup per message (by object identity, see ``canonical``), a list
-comparison of digests, and tokenizing only the messages whose canonical bytes were never counted
-before. Old messages are never recounted; cumulative sums of the common part are reused.
+Cost per call grows with the messages that are new since the previous call: the payload is
+compared with the previous one by object identity in C (see :mod:`~ctxmw.telemetry.digests`),
+only the messages whose object changed are digested, only digests never counted are tokenized,
+the cumulative sums of the common part are reused, and the payload digest extends the previous
+one's hash state when the previous payload is a prefix of this one. What is held between calls
+is the last payload (a list of references), its digests and counts, and a token memo bounded
+by the payload's size.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
@@ -24,7 +29,7 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from ctxmw.messages.canonical import DigestCache, payload_digest, tools_digest
+from ctxmw.messages.canonical import tools_digest
 from ctxmw.messages.form import layer_of, role_of
 from ctxmw.telemetry.counters import (
     LiteLLMCounter,
@@ -32,7 +37,10 @@ from ctxmw.telemetry.counters import (
     template_tools_tokens,
     text_tokens,
 )
+from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.marks import injected_indices, within_lookback
+
+_DIGEST_SIZE = 16  # canonical.payload_digest's
 
 __all__ = [
     "PrefixResult",
@@ -107,6 +115,11 @@ class _Snapshot:
     tools_tokens: int
     tools_marked: bool
     marked: frozenset[int]
+    hashed: Any = None  # blake2b state over tools + digests (None: not kept)
+
+
+# Slack of the token memo past the payload's own messages before it is trimmed to them.
+_MEMO_SLACK = 256
 
 
 class PrefixTracker:
@@ -114,15 +127,17 @@ class PrefixTracker:
 
     Args:
         counter: counts tokens; defaults to litellm's ``token_counter``.
-        digests: the digest cache to share with other per-call bookkeeping; the tracker rotates
-            it at the end of each ``observe``.
+        digests: the digest slots to share with other per-call bookkeeping (the recorder's
+            transcript and strategy outputs); the tracker ends the call at the end of each
+            ``observe``.
     """
 
     def __init__(
-        self, counter: TokenCounter | None = None, digests: DigestCache | None = None
+        self, counter: TokenCounter | None = None, digests: DigestSlots | None = None
     ) -> None:
         self._counter: TokenCounter = counter if counter is not None else LiteLLMCounter()
-        self._digests = digests if digests is not None else DigestCache()
+        self._digests = digests if digests is not None else DigestSlots()
+        self._tools_key: tuple[object, tuple[int, ...], bytes] | None = None
         self._tokens: dict[bytes, int] = {}
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: _Snapshot | None = None
@@ -137,6 +152,22 @@ class PrefixTracker:
         """Tokens of the payload kept for the next call's comparison (its messages are held)."""
         prev = self._previous
         return 0 if prev is None else prev.tools_tokens + prev.cumulative[-1]
+
+    @property
+    def held_counts(self) -> int:
+        """Token counts memoised per message digest (bounded by the payload's size)."""
+        return len(self._tokens)
+
+    def tools_digest(self, tools: Sequence[Mapping[str, Any]] | None) -> bytes:
+        """The tools list's digest, serialised again only when another list (or other tool
+        objects) is passed; like a message, a tool edited in place is not re-read."""
+        key = self._tools_key
+        ids = tuple(map(id, tools or ()))
+        if key is not None and key[0] is tools and key[1] == ids:
+            return key[2]
+        digest = tools_digest(tools)
+        self._tools_key = (tools, ids, digest)
+        return digest
 
     def observe(
         self,
@@ -160,17 +191,18 @@ class PrefixTracker:
                 previous one, not against this.
         """
         prev = self._previous
-        digests = self._digests.digests(messages)
-        tdigest = tools_digest(tools)
+        view = self._digests.digests("payload" if remember else "side:payload", messages)
+        messages, digests = view.items, view.digests
+        tdigest = self.tools_digest(tools)
         common = common_prefix_length(prev.digests, digests) if prev is not None else 0
         tools_changed = prev is not None and prev.tools != tdigest
         if tools_changed:
             common = 0
         cumulative = self._cumulative(model, messages, digests, prev, common)
         layers, last_user = _layers(messages, cumulative, prev, common)
-        ttokens = self._count_tools(model, tools, tdigest, messages, template_tools)
+        ttokens = self._count_tools(model, tools, tdigest, view.has_system, template_tools)
         snapshot = _Snapshot(
-            list(messages),
+            messages,
             digests,
             cumulative,
             layers,
@@ -178,15 +210,14 @@ class PrefixTracker:
             tdigest,
             ttokens,
             _tools_marked(tools),
-            frozenset(
-                self._digests.marked_positions(messages)
-                | injected_indices(messages, injection_points)
-            ),
+            frozenset(view.marked_positions() | injected_indices(messages, injection_points)),
+            _hashed(prev, tdigest, digests, common, tools_changed),
         )
         result = self._result(model, prev, snapshot, common, tools_changed)
         if remember:
             self._previous = snapshot
-        self._digests.rotate()
+        self._trim_memo(digests)
+        self._digests.end_call("" if remember else "side:")
         return result
 
     def export(self) -> dict[str, Any] | None:
@@ -244,7 +275,7 @@ class PrefixTracker:
             broke=broke,
             tools_changed=tools_changed,
             marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
-            payload_digest=payload_digest(cur.tools, cur.digests),
+            payload_digest=cur.hashed.hexdigest(),
             message_digests=cur.digests,
             layer_tokens=_layer_totals(cur),
             cumulative_tokens=cur.cumulative,
@@ -293,17 +324,23 @@ class PrefixTracker:
             self._tokens[digest] = tokens
         return tokens
 
+    def _trim_memo(self, digests: list[bytes]) -> None:
+        # Counts of messages no longer sent go once they outnumber the payload's own (amortised:
+        # a call does not pay for a copy of the memo).
+        if len(self._tokens) > 2 * len(digests) + _MEMO_SLACK:
+            tokens = self._tokens
+            self._tokens = {d: tokens[d] for d in set(digests) if d in tokens}
+
     def _count_tools(
         self,
         model: str,
         tools: Sequence[Mapping[str, Any]] | None,
         digest: bytes,
-        messages: Sequence[Mapping[str, Any]],
+        has_system: bool,
         template: bool,
     ) -> int:
         if not tools:
             return 0
-        has_system = self._digests.has_system(messages)
         key = (model, digest, has_system, template)
         if key not in self._tools_tokens:
             self._tools_tokens[key] = (
@@ -336,6 +373,21 @@ def _layers(
             layers.append((system, tool, rest + tokens))
         last_user.append(i if role_of(messages[i]) == "user" else last_user[-1])
     return layers, last_user
+
+
+def _hashed(
+    prev: _Snapshot | None, tools: bytes, digests: list[bytes], common: int, tools_changed: bool
+) -> Any:
+    """The payload's hash state: the previous one extended when the previous payload is a
+    prefix of this one (the usual call), else hashed from the start."""
+    extends = prev is not None and not tools_changed and common == len(prev.digests)
+    if prev is not None and prev.hashed is not None and extends:
+        hashed = prev.hashed.copy()
+        hashed.update(b"".join(digests[common:]))
+        return hashed
+    hashed = hashlib.blake2b(tools, digest_size=_DIGEST_SIZE)
+    hashed.update(b"".join(digests))
+    return hashed
 
 
 def _layer_totals(cur: _Snapshot) -> dict[str, int]:
