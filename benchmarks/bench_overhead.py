@@ -18,7 +18,13 @@ over litellm's time for the same call, measured side by side.
 
 Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event loop (default 1,000
 x 50): total time, the longest event-loop stall (a ticker task that sleeps 5 ms and records how
-late it woke), peak traced memory and memory per session beyond its transcript's own bytes.
+late it woke), the longest garbage-collection pass and how many full (generation 2) passes ran
+(``gc.callbacks``), then, traced, peak memory and memory per session beyond its transcript's own
+bytes. ``--gc freeze`` calls ``gc.freeze()`` after the warm-up (the start-up objects, litellm's
+modules above all, leave the collector's reach), ``--gc both`` runs the untraced pass both ways
+side by side. ctxmw itself never changes the process's gc settings.
+
+``--part 1`` or ``--part 2`` runs one part only.
 """
 
 from __future__ import annotations
@@ -149,6 +155,27 @@ async def part1(calls: int) -> None:
                 )
 
 
+class GcWatch:
+    """The longest garbage-collection pass and the number of full ones, from ``gc.callbacks``."""
+
+    def __init__(self) -> None:
+        self.longest, self.full, self._start = 0.0, 0, 0.0
+
+    def __enter__(self) -> GcWatch:
+        gc.callbacks.append(self._on)
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        gc.callbacks.remove(self._on)
+
+    def _on(self, phase: str, info: dict[str, int]) -> None:
+        if phase == "start":
+            self._start = time.perf_counter()
+            return
+        self.longest = max(self.longest, time.perf_counter() - self._start)
+        self.full += info["generation"] == 2
+
+
 async def ticker(stop: asyncio.Event, worst: list[float]) -> None:
     while not stop.is_set():
         t0 = time.perf_counter()
@@ -168,23 +195,29 @@ def transcript_bytes(sessions: list[Any]) -> int:
     return sum(len(json.dumps(m)) for s in sessions for m in s.messages)
 
 
-async def part2(sessions: int, rounds: int, traced: bool) -> None:
+async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) -> None:
     stop, worst, keep = asyncio.Event(), [0.0], []
     with tempfile.TemporaryDirectory() as tmp:
         await one_session(Path(tmp), -1, 2, [])  # warm-up: imports, tokenizer tables
         gc.collect()
+        if freeze:
+            gc.freeze()
         if traced:
             tracemalloc.start()
         tick = asyncio.create_task(ticker(stop, worst))
         t0 = time.perf_counter()
-        await asyncio.gather(*(one_session(Path(tmp), i, rounds, keep) for i in range(sessions)))
+        with GcWatch() as watch:
+            await asyncio.gather(
+                *(one_session(Path(tmp), i, rounds, keep) for i in range(sessions))
+            )
         total = time.perf_counter() - t0
         stop.set()
         await tick
-        label = "traced" if traced else "untraced"
+        label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
         print(
             f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total, "
-            f"longest loop stall {worst[0] * 1e3:.1f} ms",
+            f"longest loop stall {worst[0] * 1e3:.1f} ms, longest gc pass "
+            f"{watch.longest * 1e3:.1f} ms, {watch.full} full gc passes",
             flush=True,
         )
         if traced:
@@ -199,6 +232,8 @@ async def part2(sessions: int, rounds: int, traced: bool) -> None:
                 f"{per / 2**20:.3f} MB",
                 flush=True,
             )
+        if freeze:
+            gc.unfreeze()
 
 
 def main() -> None:
@@ -210,8 +245,18 @@ def main() -> None:
     parser.add_argument(
         "--part", type=int, choices=(1, 2), help="run only part 1 or only part 2 (default: both)"
     )
+    parser.add_argument(
+        "--gc",
+        choices=("default", "freeze", "both"),
+        default="default",
+        help="part 2's untraced pass with gc.freeze() after the warm-up, or both side by side",
+    )
+    parser.add_argument(
+        "--no-traced", action="store_true", help="skip part 2's traced (memory) pass"
+    )
     args = parser.parse_args()
-    logging.getLogger("ctxmw").setLevel(logging.WARNING)
+    # The alert rules fire on this synthetic traffic (an instant fake reports no cache reads).
+    logging.getLogger("ctxmw").setLevel(logging.ERROR)
     if args.quick:
         global SIZES
         SIZES = (100, 2_000)
@@ -219,8 +264,10 @@ def main() -> None:
     if args.part != 2:
         asyncio.run(part1(args.calls))
     if args.part != 1:
-        asyncio.run(part2(args.sessions, args.rounds, traced=False))
-        asyncio.run(part2(args.sessions, args.rounds, traced=True))
+        for freeze in {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]:
+            asyncio.run(part2(args.sessions, args.rounds, traced=False, freeze=freeze))
+        if not args.no_traced:
+            asyncio.run(part2(args.sessions, args.rounds, traced=True, freeze=args.gc == "freeze"))
 
 
 if __name__ == "__main__":
