@@ -12,6 +12,9 @@ result and a short note per round). For each size, in one run:
   completion function that returns at once;
 * ``session``: ``Session.ask`` on a session resumed from the same transcript.
 
+Beside each: the part of ctxmw's time spent in its telemetry (``CallRecorder.record``: digests,
+prefix estimate, usage, cost, alerts, the ledger line), and that part over litellm's time.
+
 Each path is warmed with one call at the size (the first call indexes the history), then the
 median of the next calls is reported, each call adding one round. The ratios are ctxmw's time
 over litellm's time for the same call, measured side by side.
@@ -46,6 +49,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ctxmw  # ctxmw first: it keeps litellm offline
 from ctxmw import testing
+from ctxmw.telemetry.recorder import CallRecorder
 
 MODEL = "openai/gpt-4o-mini"
 SIZES = (100, 2_000, 10_000)
@@ -89,6 +93,29 @@ class Instant:
         return testing.text("ok", usage=testing.usage(100, 1))
 
 
+class TelemetryClock:
+    """Seconds spent in ``CallRecorder.record`` (the whole telemetry of a call), summed."""
+
+    spent = 0.0
+    _record = CallRecorder.record
+
+    @classmethod
+    def install(cls) -> None:
+        async def timed(self: CallRecorder, **kwargs: Any) -> Any:
+            t0 = time.perf_counter()
+            try:
+                return await cls._record(self, **kwargs)
+            finally:
+                cls.spent += time.perf_counter() - t0
+
+        CallRecorder.record = timed  # type: ignore[method-assign]
+
+    @classmethod
+    def take(cls) -> float:
+        spent, cls.spent = cls.spent, 0.0
+        return spent
+
+
 async def litellm_time(prompt: list[Any]) -> float:
     import litellm
 
@@ -104,53 +131,62 @@ def _balanced(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return history
 
 
-async def stateless(n: int, calls: int, folder: Path) -> tuple[float, float]:
+Timing = tuple[float, float, float]  # ctxmw's time, its telemetry's part, litellm's time
+
+
+async def stateless(n: int, calls: int, folder: Path) -> Timing:
     fake = Instant()
     history = _balanced(transcript(n))
     save = folder / f"stateless-{n}.jsonl"
-    ours, theirs = [], []
+    ours, tele, theirs = [], [], []
     for k in range(calls + 1):
         history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": f"go {k}"}]
+        TelemetryClock.take()
         t0 = time.perf_counter()
         await ctxmw.acompletion(MODEL, history, save_file=save, completion=fake)
         elapsed = time.perf_counter() - t0
         history = [*history, {"role": "assistant", "content": "ok"}]
         if k:
             ours.append(elapsed)
+            tele.append(TelemetryClock.take())
             theirs.append(await litellm_time(fake.last))
-    return statistics.median(ours), statistics.median(theirs)
+    return statistics.median(ours), statistics.median(tele), statistics.median(theirs)
 
 
-async def session_path(n: int, calls: int, folder: Path) -> tuple[float, float]:
+async def session_path(n: int, calls: int, folder: Path) -> Timing:
     fake = Instant()
     save = folder / f"session-{n}.jsonl"
     lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)))
     save.write_text(lines)
     session = ctxmw.Session(MODEL, save_file=save, completion=fake)
-    ours, theirs = [], []
+    ours, tele, theirs = [], [], []
     for k in range(calls + 1):
+        TelemetryClock.take()
         t0 = time.perf_counter()
         await session.ask(f"go {k}")
         elapsed = time.perf_counter() - t0
         if k:
             ours.append(elapsed)
+            tele.append(TelemetryClock.take())
             theirs.append(await litellm_time(fake.last))
-    return statistics.median(ours), statistics.median(theirs)
+    return statistics.median(ours), statistics.median(tele), statistics.median(theirs)
 
 
 async def part1(calls: int) -> None:
     print("per call (median of", calls, "warm calls)")
     print(
-        f"{'messages':>9} {'path':>10} {'ctxmw':>10} {'litellm':>10} {'ctxmw/litellm':>14}",
+        f"{'messages':>9} {'path':>10} {'ctxmw':>10} {'litellm':>10} {'ctxmw/litellm':>14} "
+        f"{'telemetry':>10} {'telemetry/litellm':>18}",
         flush=True,
     )
+    TelemetryClock.install()
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
             for name, path in (("stateless", stateless), ("session", session_path)):
-                ours, theirs = await path(n, calls, Path(tmp))
+                ours, tele, theirs = await path(n, calls, Path(tmp))
                 print(
                     f"{n:>9} {name:>10} {ours * 1e3:>7.2f} ms {theirs * 1e3:>7.2f} ms "
-                    f"{ours / theirs:>13.2f}x",
+                    f"{ours / theirs:>13.2f}x {tele * 1e3:>7.2f} ms {tele / theirs:>17.3f}x",
                     flush=True,
                 )
 

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -96,7 +97,7 @@ class PrefixResult:
     payload_digest: str
     message_digests: list[bytes] = field(repr=False)
     layer_tokens: dict[str, int] = field(default_factory=dict)
-    cumulative_tokens: list[int] = field(default_factory=lambda: [0], repr=False)
+    cumulative_tokens: Sequence[int] = field(default_factory=lambda: [0], repr=False)
     tools_tokens: int = 0
     partial_tokens: int = 0
     reply_tokens: int = 0
@@ -108,9 +109,10 @@ class PrefixResult:
 class _Snapshot:
     messages: Sequence[Mapping[str, Any]]
     digests: list[bytes]
-    cumulative: list[int]  # cumulative[i] = tokens of messages[:i]
-    layers: list[tuple[int, int, int]]  # system, tool results, the rest: over messages[:i]
-    last_user: list[int]  # last_user[i] = index of the newest user message in messages[:i]
+    # Machine-integer arrays, not lists of int objects: 8 bytes per message each.
+    cumulative: array[int]  # cumulative[i] = tokens of messages[:i]
+    layers: array[int]  # [3i:3i+3]: system, tool results, the rest, over messages[:i]
+    last_user: array[int]  # last_user[i] = index of the newest user message in messages[:i]
     tools: bytes
     tools_tokens: int
     tools_marked: bool
@@ -233,9 +235,9 @@ class PrefixTracker:
         return {
             "messages": [dict(m) for m in prev.messages],
             "digests": [d.hex() for d in prev.digests],
-            "cumulative": prev.cumulative,
-            "layers": [list(layer) for layer in prev.layers],
-            "last_user": prev.last_user,
+            "cumulative": list(prev.cumulative),
+            "layers": [list(prev.layers[i : i + 3]) for i in range(0, len(prev.layers), 3)],
+            "last_user": list(prev.last_user),
             "tools": prev.tools.hex(),
             "tools_tokens": prev.tools_tokens,
             "tools_marked": prev.tools_marked,
@@ -250,9 +252,9 @@ class PrefixTracker:
         self._previous = _Snapshot(
             list(data["messages"]),
             [bytes.fromhex(d) for d in data["digests"]],
-            [int(n) for n in data["cumulative"]],
-            [(int(a), int(b), int(c)) for a, b, c in data["layers"]],
-            [int(i) for i in data["last_user"]],
+            array("q", [int(n) for n in data["cumulative"]]),
+            array("q", [int(n) for layer in data["layers"] for n in layer]),
+            array("q", [int(i) for i in data["last_user"]]),
             bytes.fromhex(data["tools"]),
             int(data["tools_tokens"]),
             bool(data["tools_marked"]),
@@ -308,9 +310,9 @@ class PrefixTracker:
         digests: list[bytes],
         prev: _Snapshot | None,
         common: int,
-    ) -> list[int]:
+    ) -> array[int]:
         # The common part's sums are the previous call's: only the rest is looked up and added.
-        head = prev.cumulative[: common + 1] if prev is not None else [0]
+        head = prev.cumulative[: common + 1] if prev is not None else array("q", [0])
         counts = [self._count(model, messages[i], digests[i]) for i in range(common, len(digests))]
         tail = accumulate(counts, initial=head[-1])
         next(tail)
@@ -353,24 +355,24 @@ class PrefixTracker:
 
 def _layers(
     messages: Sequence[Mapping[str, Any]],
-    cumulative: list[int],
+    cumulative: array[int],
     prev: _Snapshot | None,
     common: int,
-) -> tuple[list[tuple[int, int, int]], list[int]]:
+) -> tuple[array[int], array[int]]:
     """Per-layer running sums and the newest user message, extended past the common prefix."""
-    layers = prev.layers[: common + 1] if prev is not None else [(0, 0, 0)]
-    last_user = prev.last_user[: common + 1] if prev is not None else [-1]
+    layers = prev.layers[: 3 * (common + 1)] if prev is not None else array("q", [0, 0, 0])
+    last_user = prev.last_user[: common + 1] if prev is not None else array("q", [-1])
     for i in range(common, len(messages)):
         tokens = cumulative[i + 1] - cumulative[i]
-        system, tool, rest = layers[-1]
+        system, tool, rest = layers[-3:]
         # The newest user message's tokens move from history to current in _layer_totals.
         layer = layer_of(messages[i], current=False)
         if layer == "system":
-            layers.append((system + tokens, tool, rest))
+            layers.extend((system + tokens, tool, rest))
         elif layer == "tool_results":
-            layers.append((system, tool + tokens, rest))
+            layers.extend((system, tool + tokens, rest))
         else:
-            layers.append((system, tool, rest + tokens))
+            layers.extend((system, tool, rest + tokens))
         last_user.append(i if role_of(messages[i]) == "user" else last_user[-1])
     return layers, last_user
 
@@ -391,7 +393,7 @@ def _hashed(
 
 
 def _layer_totals(cur: _Snapshot) -> dict[str, int]:
-    system, tool, rest = cur.layers[-1]
+    system, tool, rest = cur.layers[-3:]
     newest = cur.last_user[-1]
     current = cur.cumulative[newest + 1] - cur.cumulative[newest] if newest >= 0 else 0
     return {"system": system, "history": rest - current, "tool_results": tool, "current": current}
