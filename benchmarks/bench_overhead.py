@@ -288,7 +288,10 @@ def main() -> None:
         help="part 2's untraced pass with gc.freeze() after the warm-up, or both side by side",
     )
     parser.add_argument(
-        "--no-traced", action="store_true", help="skip part 2's traced (memory) pass"
+        "--traced",
+        choices=("yes", "no", "only"),
+        default="yes",
+        help="part 2's traced (memory) pass after the untraced one(s), skipped, or alone",
     )
     args = parser.parse_args()
     # The alert rules fire on this synthetic traffic (an instant fake reports no cache reads).
@@ -300,9 +303,10 @@ def main() -> None:
     if args.part != 2:
         asyncio.run(part1(args.calls))
     if args.part != 1:
-        for freeze in {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]:
+        passes = {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]
+        for freeze in passes if args.traced != "only" else ():
             asyncio.run(part2(args.sessions, args.rounds, traced=False, freeze=freeze))
-        if not args.no_traced:
+        if args.traced != "no":
             asyncio.run(part2(args.sessions, args.rounds, traced=True, freeze=args.gc == "freeze"))
 
 
