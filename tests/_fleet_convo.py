@@ -8,6 +8,7 @@ oracle computes what one process would send and record (``prepare_prompt``'s cha
 from __future__ import annotations
 
 import copy
+import time
 from typing import Any
 
 from ctxmw.messages.form import without_none
@@ -46,8 +47,9 @@ RECORD_FIELDS = (
 """The ledger fields that must not depend on which replica served a call."""
 
 
-def history(rounds: int, tag: str = "") -> Messages:
-    """The conversation after ``rounds`` tool rounds (round 0: system and user only)."""
+def history(rounds: int, tag: str = "", lines: int = 40) -> Messages:
+    """The conversation after ``rounds`` tool rounds (round 0: system and user only), each
+    result ``lines`` lines long (about 40 bytes a line)."""
     messages: Messages = [
         {"role": "system", "content": f"You are a careful agent{tag}. Use the tools."},
         {"role": "user", "content": "Read every module and summarise the package."},
@@ -59,9 +61,30 @@ def history(rounds: int, tag: str = "") -> Messages:
             "function": {"name": "read", "arguments": f'{{"path": "src/module_{i}.py"}}'},
         }
         messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
-        body = "".join(f"line {j} of module {i}: value = {i * j}\n" for j in range(40))
+        body = "".join(f"line {j} of module {i}: value = {i * j}\n" for j in range(lines))
         messages.append({"role": "tool", "tool_call_id": f"call_{i}", "content": body})
     return messages
+
+
+def chat_completion(
+    prompt: int, cached: int, *, reply_id: str, model: str = "fake-model"
+) -> dict[str, Any]:
+    """An upstream's OpenAI chat-completion body: the answer "ok", with its cache reads."""
+    return {
+        "id": reply_id,
+        "object": "chat.completion",
+        "created": int(time.time()),
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {
+            "prompt_tokens": prompt,
+            "completion_tokens": 1,
+            "total_tokens": prompt + 1,
+            "prompt_tokens_details": {"cached_tokens": cached},
+        },
+    }
 
 
 class Oracle:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -87,3 +87,34 @@ async def assert_one_transcript_that_replays(save_file: Path, last_prompt: list[
     assert normal(current[:-1]) == normal(last_prompt)
     assert current[-1]["role"] == "assistant"
     ctxmw.validate(current)
+
+
+async def assert_faithful(
+    server: ScriptedProvider, passed: list[list[Any]], save_file: Path
+) -> None:
+    """The model got the caller's messages, and one transcript holds the last prompt and answer."""
+    assert_model_got_the_callers_messages(server, passed)
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+
+
+async def assert_two_agents_run_concurrently(
+    tmp_path: Path, run: Callable[[str, str, Path], Awaitable[str]], answer: str
+) -> None:
+    """Two agents ("one", "two") on one provider at once, each ``run(base, name, save_file)``
+    with its own save_file: both answer, and neither's messages reach the other's transcript."""
+    outputs: dict[str, str] = {}
+    async with scripted_provider() as (server, base):
+        with calls_through() as passed:
+
+            async def one(name: str) -> None:
+                outputs[name] = await run(base, name, tmp_path / name / "agent.jsonl")
+
+            async with anyio.create_task_group() as tg:
+                tg.start_soon(one, "one")
+                tg.start_soon(one, "two")
+    assert outputs == {"one": answer, "two": answer}
+    assert all(problems == [] for problems in server.problems)
+    assert len(passed) == len(server.requests) == 4
+    for name in ("one", "two"):
+        mine = [p for p in passed if f"{name}: add" in str(p)]
+        await assert_one_transcript_that_replays(tmp_path / name / "agent.jsonl", mine[-1])

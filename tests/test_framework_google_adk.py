@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from tests._frameworks import (
     MODEL,
-    assert_model_got_the_callers_messages,
-    assert_one_transcript_that_replays,
+    assert_faithful,
+    assert_two_agents_run_concurrently,
     calls_through,
     scripted_provider,
 )
@@ -71,8 +70,7 @@ async def test_a_multi_turn_agent_with_tools(tmp_path: Path) -> None:
             assert await ask(runner, session, "Add 2 and 2.") == ANSWER
             assert await ask(runner, session, "And again?") == ANSWER
     assert len(server.requests) == 4
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_a_turn_retried_after_a_provider_error(tmp_path: Path) -> None:
@@ -88,8 +86,7 @@ async def test_a_turn_retried_after_a_provider_error(tmp_path: Path) -> None:
             # A fresh session replays the turn: the caller's history is what ADK holds now.
             retry = await new_session(runner)
             assert await ask(runner, retry, "Add 3 and 3.") == ANSWER
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_streaming(tmp_path: Path) -> None:
@@ -100,25 +97,12 @@ async def test_streaming(tmp_path: Path) -> None:
         with calls_through() as passed:
             assert await ask(runner, session, "Add 2 and 2.", streaming=True) == ANSWER
     assert all(r.get("stream") for r in server.requests)
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_two_agents_concurrently(tmp_path: Path) -> None:
-    outputs: dict[str, str] = {}
-    async with scripted_provider() as (server, base):
-        with calls_through() as passed:
+    async def run(base: str, name: str, save_file: Path) -> str:
+        runner = make_runner(base, save_file, name)
+        return await ask(runner, await new_session(runner), f"{name}: add")
 
-            async def run(name: str) -> None:
-                runner = make_runner(base, tmp_path / name / "agent.jsonl", name)
-                outputs[name] = await ask(runner, await new_session(runner), f"{name}: add")
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run, "one")
-                tg.start_soon(run, "two")
-    assert outputs == {"one": ANSWER, "two": ANSWER}
-    assert all(problems == [] for problems in server.problems)
-    assert len(passed) == len(server.requests) == 4
-    for name in ("one", "two"):
-        mine = [p for p in passed if f"{name}: add" in str(p)]
-        await assert_one_transcript_that_replays(tmp_path / name / "agent.jsonl", mine[-1])
+    await assert_two_agents_run_concurrently(tmp_path, run, ANSWER)

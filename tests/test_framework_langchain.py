@@ -5,13 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-import anyio
 import pytest
 
 from tests._frameworks import (
     MODEL,
-    assert_model_got_the_callers_messages,
-    assert_one_transcript_that_replays,
+    assert_faithful,
+    assert_two_agents_run_concurrently,
     calls_through,
     scripted_provider,
 )
@@ -73,8 +72,7 @@ async def test_a_multi_turn_agent_with_tools(tmp_path: Path) -> None:
             history.append(lc_messages.HumanMessage("And again?"))
             assert await agent_turn(model, history) == "Done: 4"
     assert len(server.requests) == 4
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_a_turn_retried_after_a_provider_error(tmp_path: Path) -> None:
@@ -92,8 +90,7 @@ async def test_a_turn_retried_after_a_provider_error(tmp_path: Path) -> None:
             history = checkpoint  # the turn is run again from where it started
             assert await agent_turn(model, history) == "Done: 4"
     assert server.prompts[4] == server.prompts[2]
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_streaming(tmp_path: Path) -> None:
@@ -103,25 +100,11 @@ async def test_streaming(tmp_path: Path) -> None:
         with calls_through() as passed:
             assert await agent_turn(model, start("Add 2 and 2."), streaming=True) == "Done: 4"
     assert all(r.get("stream") for r in server.requests)
-    assert_model_got_the_callers_messages(server, passed)
-    await assert_one_transcript_that_replays(save_file, passed[-1])
+    await assert_faithful(server, passed, save_file)
 
 
 async def test_two_agents_concurrently(tmp_path: Path) -> None:
-    outputs: dict[str, str] = {}
-    async with scripted_provider() as (server, base):
-        with calls_through() as passed:
+    async def run(base: str, name: str, save_file: Path) -> str:
+        return await agent_turn(make_model(base, save_file), start(f"{name}: add"))
 
-            async def run(name: str) -> None:
-                model = make_model(base, tmp_path / name / "agent.jsonl")
-                outputs[name] = await agent_turn(model, start(f"{name}: add"))
-
-            async with anyio.create_task_group() as tg:
-                tg.start_soon(run, "one")
-                tg.start_soon(run, "two")
-    assert outputs == {"one": "Done: 4", "two": "Done: 4"}
-    assert all(problems == [] for problems in server.problems)
-    assert len(passed) == len(server.requests) == 4
-    for name in ("one", "two"):
-        mine = [p for p in passed if f"{name}: add" in str(p)]
-        await assert_one_transcript_that_replays(tmp_path / name / "agent.jsonl", mine[-1])
+    await assert_two_agents_run_concurrently(tmp_path, run, "Done: 4")

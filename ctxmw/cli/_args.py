@@ -12,13 +12,17 @@ import os
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
 from ctxmw.errors import UsageError
 
-__all__ = ["Parser", "check_folder_of", "positive_int", "run_command"]
+__all__ = ["Handler", "Parser", "check_folder_of", "positive_int", "run_command"]
 
-Handler = Callable[[argparse.Namespace], int]
+Handler: TypeAlias = Callable[[argparse.Namespace], int]
+"""A command: the parsed arguments in, the exit code out."""
+if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
+    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
+    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
 
 
 class Parser(argparse.ArgumentParser):

@@ -9,8 +9,7 @@ from __future__ import annotations
 import argparse
 import functools
 import sys
-from collections.abc import Callable
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -19,10 +18,8 @@ from ctxmw.errors import UsageError
 
 __all__ = ["add_inbox_commands"]
 
-Handler: TypeAlias = Callable[[argparse.Namespace], int]
-if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
-    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from ctxmw.cli._args import Adder, Handler, SubParsers
 
 
 def add_inbox_commands(sub: SubParsers, add: Adder) -> None:

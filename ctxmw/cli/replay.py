@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, TypeAlias
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -27,10 +27,8 @@ from ctxmw.types import Messages
 
 __all__ = ["add_replay_command", "split_strategy_lists"]
 
-Handler: TypeAlias = Callable[[argparse.Namespace], int]
-if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
-    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from ctxmw.cli._args import Adder, SubParsers
 
 _HELP = "replay transcripts through strategy lists: tokens, cache reuse, cost, retention"
 

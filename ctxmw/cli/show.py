@@ -3,9 +3,8 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING
 
 import anyio
 
@@ -17,10 +16,8 @@ from ctxmw.telemetry.files import file_kind, skip_note
 
 __all__ = ["add_show_command"]
 
-Handler: TypeAlias = Callable[[argparse.Namespace], int]
-if TYPE_CHECKING:  # argparse's generic is not subscriptable at runtime
-    SubParsers: TypeAlias = argparse._SubParsersAction[argparse.ArgumentParser]
-    Adder: TypeAlias = Callable[[SubParsers, str, str, Handler], argparse.ArgumentParser]
+if TYPE_CHECKING:
+    from ctxmw.cli._args import Adder, SubParsers
 
 
 def add_show_command(sub: SubParsers, add: Adder) -> None:

@@ -16,10 +16,9 @@ import re
 import time
 from typing import Any
 
-import anyio
-from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import TaskGroup
 
+from ctxmw.demo._http import json_response, serve
 from ctxmw.demo._script import PlanStep
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.telemetry.counters import TokenCounter
@@ -55,37 +54,10 @@ class SimulatedProvider:
 
     async def serve(self, task_group: TaskGroup) -> str:
         """Start listening on a free loopback port; returns the ``api_base`` to use."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        task_group.start_soon(self._serve, listener)
-        port = listener.extra(SocketAttribute.local_port)
-        return f"http://127.0.0.1:{port}/v1"
+        return await serve(task_group, self._answer)
 
-    async def _serve(self, listener: Listener[SocketStream]) -> None:
-        async with listener:  # closed when the task group is cancelled
-            await listener.serve(self._connection)
-
-    async def _connection(self, stream: SocketStream) -> None:
-        reader = BufferedByteReceiveStream(stream)
-        async with stream:
-            try:
-                while await self._exchange(reader, stream):
-                    pass
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                return
-
-    async def _exchange(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> bool:
-        request_line = (await reader.receive_until(b"\r\n", 65536)).decode("latin-1")
-        headers = {}
-        while line := (await reader.receive_until(b"\r\n", 65536)).decode("latin-1"):
-            key, _, value = line.partition(":")
-            headers[key.strip().lower()] = value.strip()
-        body = await reader.receive_exactly(int(headers.get("content-length", "0")))
-        status, payload = self.handle(request_line.split(" ")[:2], body)
-        data = json.dumps(payload).encode()
-        head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-        head += f"Content-Length: {len(data)}\r\n\r\n"
-        await stream.send(head.encode() + data)
-        return headers.get("connection", "").lower() != "close"
+    def _answer(self, method_path: list[str], body: bytes) -> tuple[bytes, bool]:
+        return json_response(*self.handle(method_path, body)), True
 
     def handle(self, method_path: list[str], body: bytes) -> tuple[str, dict[str, Any]]:
         """Answer one HTTP request: (status line, JSON body)."""

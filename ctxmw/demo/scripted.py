@@ -24,10 +24,9 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-import anyio
-from anyio.abc import Listener, SocketAttribute, SocketStream, TaskGroup
-from anyio.streams.buffered import BufferedByteReceiveStream
+from anyio.abc import TaskGroup
 
+from ctxmw.demo._http import json_response, serve
 from ctxmw.messages.validate import scan
 
 __all__ = ["ScriptedProvider"]
@@ -61,9 +60,7 @@ class ScriptedProvider:
     async def serve(self, task_group: TaskGroup) -> str:
         """Listen on a free loopback port until the task group is cancelled; returns the base URL
         (``http://127.0.0.1:PORT/v1``)."""
-        listener = await anyio.create_tcp_listener(local_host="127.0.0.1", local_port=0)
-        task_group.start_soon(self._serve, listener)
-        return f"http://127.0.0.1:{listener.extra(SocketAttribute.local_port)}/v1"
+        return await serve(task_group, self._answer)
 
     def reply(self, request: Mapping[str, Any]) -> dict[str, Any]:
         """The assistant message the script answers ``request`` with."""
@@ -85,49 +82,21 @@ class ScriptedProvider:
             return {"role": "assistant", "content": "", "tool_calls": [call]}
         return {"role": "assistant", "content": "ok"}
 
-    async def _serve(self, listener: Listener[SocketStream]) -> None:
-        async with listener:
-            await listener.serve(self._connection)
-
-    async def _connection(self, stream: SocketStream) -> None:
-        reader = BufferedByteReceiveStream(stream)
-        async with stream:
-            try:
-                while await self._exchange(reader, stream):
-                    pass
-            except (anyio.EndOfStream, anyio.IncompleteRead, anyio.BrokenResourceError):
-                return
-
-    async def _exchange(self, reader: BufferedByteReceiveStream, stream: SocketStream) -> bool:
-        request_line = (await reader.receive_until(b"\r\n", 65536)).decode("latin-1")
-        headers = {}
-        while line := (await reader.receive_until(b"\r\n", 65536)).decode("latin-1"):
-            key, _, value = line.partition(":")
-            headers[key.strip().lower()] = value.strip()
-        body = await reader.receive_exactly(int(headers.get("content-length", "0")))
-        if request_line.split(" ")[:2] != ["POST", "/v1/chat/completions"]:
-            await _send_json(stream, "404 Not Found", {"error": {"message": request_line}})
-            return True
+    def _answer(self, method_path: list[str], body: bytes) -> tuple[bytes, bool]:
+        if method_path != ["POST", "/v1/chat/completions"]:
+            return json_response(
+                "404 Not Found", {"error": {"message": " ".join(method_path)}}
+            ), True
         request = json.loads(body)
         self.requests.append(request)
         self.problems.append(scan(request.get("messages") or []).problems)
         if self._failing and self._failing.pop(0):
             error = {"message": "scripted failure", "type": "invalid_request_error"}
-            await _send_json(stream, "400 Bad Request", {"error": error})
-            return True
+            return json_response("400 Bad Request", {"error": error}), True
         message = self.reply(request)
         if request.get("stream"):
-            await stream.send(_sse(request, message, len(self.requests)))
-            return False
-        await _send_json(stream, "200 OK", _completion(request, message, len(self.requests)))
-        return headers.get("connection", "").lower() != "close"
-
-
-async def _send_json(stream: SocketStream, status: str, payload: dict[str, Any]) -> None:
-    data = json.dumps(payload).encode()
-    head = f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-    head += f"Content-Length: {len(data)}\r\n\r\n"
-    await stream.send(head.encode() + data)
+            return _sse(request, message, len(self.requests)), False
+        return json_response("200 OK", _completion(request, message, len(self.requests))), True
 
 
 def _completion(request: Mapping[str, Any], message: dict[str, Any], n: int) -> dict[str, Any]:

@@ -25,6 +25,7 @@ from typing import Any
 import httpx
 import yaml
 
+from tests._fleet_convo import chat_completion
 from tests._redis import free_port
 
 __all__ = ["MASTER_KEY", "Replica", "Upstream", "write_config"]
@@ -93,25 +94,12 @@ class Upstream:
         if hold:
             self.held.set()
             self._release.wait(timeout=120)
-        return {
-            "id": f"chatcmpl-{len(self.requests)}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": body.get("model", "fake-model"),
-            "choices": [
-                {
-                    "index": 0,
-                    "message": {"role": "assistant", "content": "ok"},
-                    "finish_reason": "stop",
-                }
-            ],
-            "usage": {
-                "prompt_tokens": prompt,
-                "completion_tokens": 1,
-                "total_tokens": prompt + 1,
-                "prompt_tokens_details": {"cached_tokens": cached},
-            },
-        }
+        return chat_completion(
+            prompt,
+            cached,
+            reply_id=f"chatcmpl-{len(self.requests)}",
+            model=body.get("model", "fake-model"),
+        )
 
 
 def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
