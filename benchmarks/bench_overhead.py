@@ -21,7 +21,8 @@ over litellm's time for the same call, measured side by side.
 
 Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event loop (default 1,000
 x 50): total time, the longest event-loop stall (a ticker task that sleeps 5 ms and records how
-late it woke), the longest garbage-collection pass and how many full (generation 2) passes ran
+late it woke), the longest single loop step (see :class:`StepWatch`), the longest
+garbage-collection pass and how many full (generation 2) passes ran
 (``gc.callbacks``), then, traced, peak memory and memory per session beyond its transcript's own
 bytes. ``--gc freeze`` calls ``gc.freeze()`` after the warm-up (the start-up objects, litellm's
 modules above all, leave the collector's reach), ``--gc both`` runs the untraced pass both ways
@@ -212,6 +213,34 @@ class GcWatch:
         self.full += info["generation"] == 2
 
 
+class StepWatch:
+    """The longest single event-loop step (one callback: a task running up to its next await).
+
+    The ticker's lateness is the time of whole loop iterations: with hundreds of sessions ready
+    at once (an instant fake model keeps every session busy) it is the sum of their steps, the
+    price of a saturated CPU. The longest step is what blocks everyone else: a blocking call,
+    a full gc pass, one long computation.
+    """
+
+    def __init__(self) -> None:
+        self.longest = 0.0
+        self._run = asyncio.Handle._run
+
+    def __enter__(self) -> StepWatch:
+        run, watch = self._run, self
+
+        def timed(handle: asyncio.Handle) -> None:
+            t0 = time.perf_counter()
+            run(handle)
+            watch.longest = max(watch.longest, time.perf_counter() - t0)
+
+        asyncio.Handle._run = timed  # type: ignore[method-assign]
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        asyncio.Handle._run = self._run  # type: ignore[method-assign]
+
+
 async def ticker(stop: asyncio.Event, worst: list[float]) -> None:
     while not stop.is_set():
         t0 = time.perf_counter()
@@ -242,7 +271,7 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
             tracemalloc.start()
         tick = asyncio.create_task(ticker(stop, worst))
         t0 = time.perf_counter()
-        with GcWatch() as watch:
+        with GcWatch() as watch, StepWatch() as steps:
             await asyncio.gather(
                 *(one_session(Path(tmp), i, rounds, keep) for i in range(sessions))
             )
@@ -252,8 +281,9 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
         print(
             f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total, "
-            f"longest loop stall {worst[0] * 1e3:.1f} ms, longest gc pass "
-            f"{watch.longest * 1e3:.1f} ms, {watch.full} full gc passes",
+            f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
+            f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms, "
+            f"{watch.full} full gc passes",
             flush=True,
         )
         if traced:
