@@ -5,7 +5,8 @@ the same synthetic transcript, so the ratios mean something on any machine:
 
 * ``plan_history`` (lining the caller's history up against the record) when the history grew
   by one message, and when the system prompt moved (an edit), each beside one ``json.dumps`` of
-  the whole history;
+  the whole history: cold (nothing known), and as a conversation's next call runs it (the
+  previous call's messages as the hint, normal keys cached, every dict rebuilt by the caller);
 * the save_file's bytes after 100 calls whose system prompt carries the time, beside the bytes
   of the conversation itself: the record grows with the calls, not with their square.
 """
@@ -53,6 +54,23 @@ def planning(n_calls: int) -> None:
         f"{len(stored):>6} messages: json.dumps {dumps * 1e3:7.2f} ms | plan (grown) "
         f"{append * 1e3:7.2f} ms = {append / dumps:5.1f}x | plan (system moved) "
         f"{edit * 1e3:7.2f} ms = {edit / dumps:5.1f}x"
+    )
+    # As a conversation's next call runs it (what Session keeps between calls): the previous
+    # call's messages as the hint and the normal keys cached; the caller rebuilds every dict.
+    keys: dict[int, tuple[object, str]] = {}
+    previous = [dict(m) for m in stored]
+    plan_history(stored, ours, previous, keys=keys)
+
+    def next_call(messages: Messages) -> None:
+        plan_history(stored, ours, [dict(m) for m in messages], hint=previous, keys=keys)
+
+    copy = per_call(lambda: [dict(m) for m in grown])  # the caller's own rebuild, subtracted
+    append_hint = per_call(lambda: next_call(grown)) - copy
+    edit_hint = per_call(lambda: next_call(moved)) - copy
+    print(
+        f"{'':>6}  next call of the conversation (hint, keys): plan (grown) "
+        f"{append_hint * 1e3:7.2f} ms = {append_hint / dumps:5.1f}x | plan (system moved) "
+        f"{edit_hint * 1e3:7.2f} ms = {edit_hint / dumps:5.1f}x"
     )
 
 

@@ -124,6 +124,16 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 @pytest.fixture(autouse=True)
+def _fresh_conversations(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each test's stateless conversations start cold: no memo, recorder or transcript carried
+    over from another test that used the same session id (``"conv"``, ``"s"``...)."""
+    from ctxmw.runtime import wrapper
+    from ctxmw.runtime.conversations import Conversations
+
+    monkeypatch.setattr(wrapper, "_conversations", Conversations())
+
+
+@pytest.fixture(autouse=True)
 def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     """A developer's own CTXMW_* variables must not change what the tests see."""
     for key in list(os.environ):

@@ -102,9 +102,10 @@ async def test_finished_stateless_conversations_do_not_pin_their_transcripts(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     from ctxmw.runtime import wrapper
+    from ctxmw.runtime.conversations import Conversations
 
-    monkeypatch.setattr(wrapper, "_recorders", type(wrapper._recorders)())
-    monkeypatch.setattr(wrapper, "_MAX_HELD_TOKENS", 20_000, raising=False)
+    # 20,000 tokens' worth of bytes (the registry counts a held token as four bytes).
+    monkeypatch.setattr(wrapper, "_conversations", Conversations(max_bytes=4 * 20_000))
     messages = transcript(20, "stateless")  # about 20,000 tokens: one conversation's worth
     for i in range(4):
         await ctxmw.acompletion(
@@ -114,7 +115,7 @@ async def test_finished_stateless_conversations_do_not_pin_their_transcripts(
             session=f"conversation-{i}",
             completion=FakeCompletion(text("done")),
         )
-    held = [recorder.held_tokens for recorder in wrapper._recorders.values()]
+    held = [c.recorder.held_tokens for c in wrapper._conversations.values() if c.recorder]
     # Only the newest conversations stay, within the bound (the current one always does).
     assert len(held) < 4
     assert sum(held[:-1]) <= 20_000

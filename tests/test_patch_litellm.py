@@ -19,7 +19,7 @@ import pytest
 
 import ctxmw
 from ctxmw.demo.scripted import ScriptedProvider
-from ctxmw.runtime.options import conversation_id
+from ctxmw.runtime.identity import conversation_identity
 from ctxmw.testing import text
 
 pytestmark = pytest.mark.anyio
@@ -160,6 +160,11 @@ async def test_base_url_is_read_like_api_base_for_the_cache_rule(
         on_call=[records.append],
     )
     assert records[0].cache_rule == "exact"
+
+
+def conversation_id(kwargs: dict[str, Any]) -> str | None:
+    identity = conversation_identity(kwargs, head=False)
+    return identity.conversation if identity is not None else None
 
 
 def test_conversation_id_prefers_the_save_file_then_session_then_litellms_ids() -> None:

@@ -224,3 +224,26 @@ def test_the_default_config_is_memory_without_a_ledger() -> None:
     config = ProxyConfig()
     assert config.state == "memory"
     assert config.ledger_path() is None
+
+
+async def test_a_replica_keeps_each_conversations_memo_between_requests(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from ctxmw.proxy import callback
+
+    memos: list[Any] = []
+    original = callback.apply_strategies
+
+    async def spy(messages: Messages, chain: Any, ctx: Any, **kw: Any) -> Messages:
+        memos.append(ctx.memo)
+        return await original(messages, chain, ctx, **kw)
+
+    monkeypatch.setattr(callback, "apply_strategies", spy)
+    hook = make_hook(MemoryState())
+    await send(hook, history(3), session="a")
+    await send(hook, history(4), session="b")
+    await send(hook, history(5), session="a")
+    assert memos[0] is not None
+    assert memos[0] is memos[2]
+    assert memos[1] is not memos[0]
+    assert memos[2]  # the strategies cached what they derived from the history

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ctxmw.proxy import conversation_identity
-from ctxmw.proxy.identity import head_digest
+from ctxmw.runtime.identity import head_digest
 
 HEAD = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "Hi"}]
 

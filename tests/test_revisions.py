@@ -7,8 +7,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxmw import InvalidTranscriptError
+from ctxmw.messages.normal import normal_key
 from ctxmw.runtime.revisions import Edit, plan_history, replay
 from ctxmw.runtime.transcript import TranscriptFile, dump_line
 
@@ -163,3 +166,40 @@ def test_replay_keeps_every_revision() -> None:
         [{"role": "system", "content": "v2"}, USER, ANSWER],
     ]
     assert revisions.current == [{"role": "system", "content": "v3"}, USER, ANSWER]
+
+
+def _message(kind: int, spelled: bool) -> dict[str, Any]:
+    if kind % 3 == 2:  # a tool-calling assistant message, in either spelling of empty content
+        call = {"id": f"c{kind}", "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return {"role": "assistant", "content": "" if spelled else None, "tool_calls": [call]}
+    return {"role": "user" if kind % 3 == 0 else "assistant", "content": f"m{kind}"}
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    stored=st.lists(st.integers(0, 8), max_size=14),
+    hinted=st.integers(0, 14),
+    given_=st.lists(st.integers(0, 8), max_size=16),
+    keep=st.integers(0, 14),
+)
+def test_a_hint_and_cached_keys_never_change_the_plan(
+    stored: list[int], hinted: int, given_: list[int], keep: int
+) -> None:
+    """With the previous call's messages as the hint (re-spelled, rebuilt) the plan is the same
+    conversation and its edit gives the same revision as planning from nothing."""
+    record = [_message(k, True) for k in stored]
+    hint = [_message(k, False) for k in stored[:hinted]]  # same messages, the caller's spelling
+    caller = [_message(k, False) for k in [*stored[:keep], *given_]]
+    ours = [False] * len(record)
+    cold = plan_history(record, ours, caller)
+    keys: dict[int, tuple[Any, str]] = {}
+    for _ in range(2):  # the second time with the keys the first one cached
+        warm = plan_history(record, ours, caller, hint=hint, keys=keys)
+        assert all(a is b for a, b in zip(warm.conversation, cold.conversation, strict=True))
+        assert (warm.edit is None) == (cold.edit is None)
+        assert warm.appended == cold.appended
+        if warm.edit is not None and cold.edit is not None:
+            after_warm, _ = warm.edit.apply(record, ours)
+            after_cold, _ = cold.edit.apply(record, ours)
+            assert [normal_key(m) for m in after_warm] == [normal_key(m) for m in after_cold]
+            assert [normal_key(m) for m in after_warm] == [normal_key(m) for m in caller]

@@ -141,3 +141,46 @@ def test_a_json_list_variable_is_read(monkeypatch: pytest.MonkeyPatch) -> None:
     assert Settings(clear_tool_results_exclude_tools=["grep"]).clear_tool_results_exclude_tools == [
         "grep"
     ]
+
+
+def test_the_same_explicit_values_under_the_same_environment_resolve_once(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    built: list[int] = []
+    original = Settings.__init__
+
+    def counting(self: Settings, **values: object) -> None:
+        built.append(1)
+        original(self, **values)
+
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "31")
+    first = resolve_settings({"full_tool_outputs": 3}, {"epoch_full_tool_calls": 4})
+    monkeypatch.setattr(Settings, "__init__", counting)
+    again = resolve_settings({"full_tool_outputs": 3}, {"epoch_full_tool_calls": 4})
+    assert again is first
+    assert built == []
+    assert (again.epoch_size, again.full_tool_outputs, again.epoch_full_tool_calls) == (31, 3, 4)
+
+
+def test_a_changed_environment_variable_is_honoured_by_the_next_resolution(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "31")
+    assert resolve_settings(None, {"full_tool_outputs": 3}).epoch_size == 31
+    monkeypatch.setenv("CTXMW_EPOCH_SIZE", "32")
+    assert resolve_settings(None, {"full_tool_outputs": 3}).epoch_size == 32
+    monkeypatch.delenv("CTXMW_EPOCH_SIZE")
+    assert resolve_settings(None, {"full_tool_outputs": 3}).epoch_size == 20
+    monkeypatch.setenv("ctxmw_epoch_size", "33")  # the prefix is matched in any case
+    assert resolve_settings(None, {"full_tool_outputs": 3}).epoch_size == 33
+
+
+def test_values_of_other_types_are_resolved_apart() -> None:
+    as_int = resolve_settings({"economic_break_even": 1})
+    as_float = resolve_settings({"economic_break_even": 1.5})
+    assert as_int.economic_break_even == 1
+    assert as_float.economic_break_even == 1.5
+    with pytest.raises(SettingsError, match=r"Unknown setting 'epoch_sise'"):
+        resolve_settings({"epoch_sise": 3})
+    with pytest.raises(SettingsError, match=r"Unknown setting 'epoch_sise'"):
+        resolve_settings({"epoch_sise": 3})  # an error is raised again, never cached

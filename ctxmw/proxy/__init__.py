@@ -18,7 +18,7 @@ from typing import Any
 
 from ctxmw.proxy.callback import CtxmwProxyHook
 from ctxmw.proxy.config import ProxyConfig, config_from_mapping, load_config
-from ctxmw.proxy.identity import Identity, conversation_identity
+from ctxmw.runtime.identity import Identity, conversation_identity
 
 __all__ = [
     "CtxmwProxyHook",

@@ -12,7 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.proxy.identity import Identity
+from ctxmw.runtime.identity import Identity
 from ctxmw.settings import Settings
 from ctxmw.state import Note
 from ctxmw.strategies._chain import NamedStrategy

@@ -3,11 +3,17 @@
 A request's path through the hooks (all in the process that accepted it):
 
 1. ``async_pre_call_hook`` (the model group is known): the conversation's identity
-   (:mod:`ctxmw.proxy.identity`), its settings (config, model group, key, request;
+   (:mod:`ctxmw.runtime.identity`), its settings (config, model group, key, request;
    :mod:`ctxmw.proxy.config`), and, when ``inbox`` is in the strategy list, its inbox notes,
    claimed atomically in the shared state. An ``abort`` note answers the request with HTTP 400.
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
-   strategies run on the caller's messages, ``inbox`` appending the claimed notes.
+   strategies run on the caller's messages, ``inbox`` appending the claimed notes, with the
+   conversation's memo as this replica last left it (:mod:`ctxmw.runtime.conversations`, as the
+   stateless ``acompletion`` keeps it): their per-call work grows with what is new. For the
+   built-in strategies the memo caches what the history determines (the cold-cache clock is off
+   in the proxy: no ``now``), so a replica that did not serve the previous request computes the
+   same prompt from the history; ``summarize``'s last fold is the one exception (another
+   replica summarises anew, as every request did before the memo was kept).
 3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
@@ -30,10 +36,11 @@ from litellm.integrations.custom_logger import CustomLogger
 from ctxmw.errors import CtxmwError, UsageError
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy.config import ProxyConfig, load_config
-from ctxmw.proxy.identity import conversation_identity
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
 from ctxmw.proxy.metrics import Metrics
 from ctxmw.proxy.telemetry import FleetRecorders
+from ctxmw.runtime.conversations import Conversations
+from ctxmw.runtime.identity import conversation_identity
 from ctxmw.settings import Settings
 from ctxmw.state import Note, State, open_state
 from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
@@ -65,6 +72,9 @@ class CtxmwProxyHook(CustomLogger):
         self._settings: dict[str, Settings] = {}
         self._pending = PendingRequests()
         self._metrics = Metrics()
+        # Per conversation, this replica's strategy memo (caches, a summary's last fold), as a
+        # stateless ctxmw.acompletion keeps it: bounded, the least recently used forgotten.
+        self._memos = Conversations()
 
     @property
     def config(self) -> ProxyConfig:
@@ -104,12 +114,22 @@ class CtxmwProxyHook(CustomLogger):
         pending = self._pending.get(kwargs.get("litellm_call_id"))
         if pending is None:
             return None
-        ctx = StrategyContext(settings=pending.settings, model=str(kwargs.get("model") or ""))
+        conversation = pending.identity.conversation
+        entry = self._memos.check_out(conversation)
+        setup = (pending.settings, [name for name, _ in pending.strategies])
+        ctx = StrategyContext(
+            settings=pending.settings,
+            model=str(kwargs.get("model") or ""),
+            memo=entry.memo_for(setup),
+        )
         chain = [
             _fleet_inbox(pending.notes) if n == "inbox" else (n, s) for n, s in pending.strategies
         ]
         pending.trace, pending.stats = [], ctx.stats
-        prompt = await apply_strategies(pending.transcript, chain, ctx, trace=pending.trace)
+        try:
+            prompt = await apply_strategies(pending.transcript, chain, ctx, trace=pending.trace)
+        finally:
+            self._memos.check_in(conversation, entry)
         sent = {**kwargs, "messages": prompt}
         pending.wire = _wire(sent)
         pending.started = time.perf_counter()

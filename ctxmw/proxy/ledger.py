@@ -2,7 +2,7 @@
 
 A proxy record is the library's ledger object (:class:`~ctxmw.telemetry.record.CallRecord`,
 ``session`` = the conversation) plus ``identity`` (how the conversation was recognised, see
-:mod:`ctxmw.proxy.identity`) and ``replica``. The same object goes into the request's
+:mod:`ctxmw.runtime.identity`) and ``replica``. The same object goes into the request's
 spend-log metadata (``metadata.spend_logs_metadata.ctxmw``).
 """
 

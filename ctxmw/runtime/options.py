@@ -1,20 +1,20 @@
-"""ctxmw's own arguments of one call, wherever the caller put them, and the conversation's identity.
+"""ctxmw's own arguments of one call, wherever the caller put them.
 
 Code that calls ``litellm.acompletion`` itself (an agent framework) can only pass what the
 framework passes through: extra keyword arguments, and ``metadata``. So ctxmw's options are read
 from both: keyword arguments first, then ``metadata={"ctxmw": {...}}``. Both are removed from what
-goes to the provider: a local path or a strategy list has no business in a request body.
+goes to the provider: a local path or a strategy list has no business in a request body. Which
+conversation a call belongs to is :mod:`ctxmw.runtime.identity`'s.
 """
 
 from __future__ import annotations
 
-import os
 from collections.abc import Mapping
 from typing import Any
 
 from ctxmw.errors import UsageError
 
-__all__ = ["OPTION_NAMES", "conversation_id", "split_options"]
+__all__ = ["OPTION_NAMES", "split_options"]
 
 OPTION_NAMES = (
     "max_rounds",
@@ -65,29 +65,3 @@ def _checked(given: Any) -> Mapping[str, Any]:
             f"{', '.join(OPTION_NAMES)}. Pass litellm's own arguments outside metadata."
         )
     return given
-
-
-def conversation_id(kwargs: Mapping[str, Any]) -> str | None:
-    """The conversation a call belongs to: save_file, else ``session``, else litellm's ids.
-
-    Reads (in order) ``save_file`` (its path as given), ``session``, ``litellm_session_id``,
-    ``metadata["session_id"]``, and the same names inside ``metadata["ctxmw"]``. None when the
-    call names no conversation. Usable on ``acompletion``'s keyword arguments as the caller gave
-    them (a LiteLLM Proxy hook can call it on a request's data).
-    """
-    metadata = kwargs.get("metadata")
-    metadata = metadata if isinstance(metadata, Mapping) else {}
-    nested = metadata.get("ctxmw")
-    nested = nested if isinstance(nested, Mapping) else {}
-    candidates = (
-        kwargs.get("save_file"),
-        nested.get("save_file"),
-        kwargs.get("session"),
-        nested.get("session"),
-        kwargs.get("litellm_session_id"),
-        metadata.get("session_id"),
-    )
-    for value in candidates:
-        if isinstance(value, str | os.PathLike) and str(value):
-            return os.fspath(value)
-    return None

@@ -20,7 +20,9 @@ what to record.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Sequence
+import itertools
+import operator
+from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -149,16 +151,32 @@ class Plan:
     appended: Messages
 
 
-def plan_history(stored: Sequence[Message], ours: Sequence[bool], given: Messages) -> Plan:
+KeyCache = MutableMapping[int, tuple[Any, str]]
+"""Normal keys by object id, each beside its object (which keeps the id from being reused)."""
+
+
+def plan_history(
+    stored: Sequence[Message],
+    ours: Sequence[bool],
+    given: Messages,
+    *,
+    hint: Sequence[Message] = (),
+    keys: KeyCache | None = None,
+) -> Plan:
     """Line the caller's history up against the current revision.
 
     The caller's messages are the conversation. The one exception: a run of messages marked as
     ctxmw's tool round is put back where everything before it matched exactly and the caller's
     next message is the answer that followed the run. Anything else that differs (an edit, a
     removal, a restarted turn, a moving system prompt) becomes an :class:`Edit`.
+
+    The work grows with what is new. ``hint`` (the previous call's ``conversation``, whose
+    messages are the same as ``stored``'s at the same positions) gives the common prefix by
+    identity, then plain equality, without normalising a message; ``keys`` keeps the normal
+    keys an edit compares, so a message object is normalised once per conversation.
     """
-    conversation: Messages = []
-    i = j = 0
+    conversation: Messages = list(given[: _same_prefix(hint, given, len(stored))])
+    i = j = len(conversation)
     while i < len(stored) and j < len(given):
         if same_message(stored[i], given[j]):
             conversation.append(given[j])
@@ -172,21 +190,84 @@ def plan_history(stored: Sequence[Message], ours: Sequence[bool], given: Message
     conversation.extend(given[j:])
     if i == len(stored):
         return Plan(conversation, None, list(given[j:]))
-    return Plan(conversation, diff(stored, conversation), [])
+    start = len(conversation) - (len(given) - j)  # conversation[:start] lines up with stored[:i]
+    edit = diff(stored, conversation, keys=keys, start=min(i, start), hint=hint)
+    return Plan(conversation, edit, [])
 
 
-def diff(old: Sequence[Message], new: Sequence[Message]) -> Edit:
-    """The smallest-effort ops that turn ``old`` into ``new`` (messages compared normalised)."""
-    a = [normal_key(m) for m in old]
-    b = [normal_key(m) for m in new]
+def _same_prefix(hint: Sequence[Message], given: Sequence[Message], limit: int) -> int:
+    """How many leading messages of ``given`` are ``hint``'s (the same object, or equal)."""
+    n = min(len(hint), len(given), limit)
+    # One pass in C: the first index where the two differ (``!=`` is cheap on the same object).
+    return next(itertools.compress(itertools.count(), map(operator.ne, hint[:n], given[:n])), n)
+
+
+def diff(
+    old: Sequence[Message],
+    new: Sequence[Message],
+    *,
+    keys: KeyCache | None = None,
+    start: int = 0,
+    hint: Sequence[Message] = (),
+) -> Edit:
+    """The smallest-effort ops that turn ``old`` into ``new`` (messages compared normalised).
+
+    ``old[:start]`` and ``new[:start]`` are known to be the same messages and are not compared;
+    ``keys`` caches normal keys by message object; a message of ``new`` equal to the ``hint``
+    message it lines up with (the previous call's) takes that one's key without normalising.
+    """
+    key = _keyer(keys)
+    a = [key(m) for m in old[start:]]
+    b = _aligned_keys(new, hint, start, key, keys)
     matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
     ops: list[Op] = []
     inserted: list[Message] = []
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         if tag != "equal":
-            ops.append((i1, i2 - i1, j2 - j1))
-            inserted.extend(new[j1:j2])
+            ops.append((start + i1, i2 - i1, j2 - j1))
+            inserted.extend(new[start + j1 : start + j2])
     return Edit(tuple(ops), tuple(inserted))
+
+
+_RESYNC = 4  # messages a caller removed at once that the alignment skips (a tool pair or two)
+
+
+def _aligned_keys(
+    new: Sequence[Message], hint: Sequence[Message], start: int, key: Any, keys: KeyCache | None
+) -> list[str]:
+    """Normal keys of ``new[start:]``, taken from the equal ``hint`` message where one lines up.
+
+    Equal dicts have equal normal forms, so a taken key is exact; the alignment (a pointer into
+    ``hint`` that skips a few removed messages) only decides how often normalising is avoided.
+    """
+    out: list[str] = []
+    k = start
+    for message in new[start:]:
+        match = next((n for n in range(k, min(k + _RESYNC, len(hint))) if hint[n] == message), None)
+        if match is None:
+            out.append(key(message))
+            continue
+        text = key(hint[match])
+        if keys is not None:
+            keys[id(message)] = (message, text)
+        out.append(text)
+        k = match + 1
+    return out
+
+
+def _keyer(keys: KeyCache | None) -> Any:
+    if keys is None:
+        return normal_key
+
+    def key(message: Message) -> str:
+        found = keys.get(id(message))
+        if found is not None and found[0] is message:
+            return found[1]
+        text = normal_key(message)
+        keys[id(message)] = (message, text)
+        return text
+
+    return key
 
 
 def _run_end(ours: Sequence[bool], i: int) -> int:

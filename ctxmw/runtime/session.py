@@ -63,6 +63,7 @@ from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, wire_offload
 from ctxmw.runtime.revisions import plan_history
@@ -154,6 +155,10 @@ class Session:
         self._file = TranscriptFile(self._path) if self._path is not None else None
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
+        # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
+        # normal keys by message object: the next call compares only what is new.
+        self._hint: Messages = []
+        self._keys: dict[int, tuple[Any, str]] = {}
         self._loaded = False
         self._pending: Messages = []
         self._unsent: Messages = []  # a failed turn's input that no round committed
@@ -198,6 +203,34 @@ class Session:
         """
         returned = await self._notes.release_only(self._pending)
         self._pending = [n for n in self._pending if not any(n is r for r in returned)]
+
+    def _resume(self, conversation: Conversation) -> None:
+        """Continue from what the previous call of a stateless conversation left (the wrapper's).
+
+        The memo and the recorder are the conversation's; its loaded transcript is taken when it
+        is this session's save_file (:meth:`_sync` still reads the file again if it changed).
+        """
+        self._memo = conversation.memo_for((self.settings, [n for n, _ in self.strategies]))
+        if conversation.recorder is not None:
+            self.recorder = conversation.recorder
+            self.recorder.settings, self.recorder.hooks = self.settings, list(self.on_call)
+        carried = conversation.transcript
+        if carried is not None and self._path is not None and carried.file.path == self._path:
+            self._file, self._messages, self._ours = carried.file, carried.messages, carried.ours
+            self._hint, self._keys, self._loaded = carried.hint, carried.keys, True
+
+    def _hand_over(self, conversation: Conversation, *, exact: bool) -> None:
+        """Leave this call's state for the conversation's next call (see :meth:`_resume`).
+
+        The transcript is left only when ``exact`` (the call succeeded and has committed
+        everything) and nothing is waiting to be written: otherwise the next call reads the file.
+        """
+        conversation.recorder = self.recorder
+        conversation.transcript = None
+        if exact and self._file is not None and self._loaded and not self._unsaved:
+            conversation.transcript = Carried(
+                self._file, self._messages, self._ours, self._hint, self._keys
+            )
 
     async def load(self) -> Messages:
         """Read the save_file now (resuming it) and return the transcript."""
@@ -320,9 +353,14 @@ class Session:
         await self._sync()
         if history is None:
             return self._start_turn(list(self._messages))
-        plan = plan_history(self._messages, self._ours, [message_dict(m) for m in history])
+        given = list(map(message_dict, history))
+        plan = plan_history(self._messages, self._ours, given, hint=self._hint, keys=self._keys)
+        if plan.edit is not None:
+            self._forget_keys(given)
         turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
         turn.edit, turn.stateless = plan.edit, True
+        # A system message staged ahead of the caller's would shift the record's positions.
+        turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
 
@@ -332,10 +370,17 @@ class Session:
             turn.stage([{"role": "system", "content": self._system}])
         return turn
 
+    def _forget_keys(self, given: Messages) -> None:
+        """Keep the normal keys of live messages only (the record's and the caller's)."""
+        if len(self._keys) > 2 * (len(self._messages) + len(given)):
+            live = {id(m) for m in (*self._messages, *given)}
+            self._keys = {k: v for k, v in self._keys.items() if k in live}
+
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
             self._messages = await self._file.load()
             self._ours = list(self._file.ours)
+            self._hint, self._keys = [], {}
             if self._unsaved:
                 logger.warning(
                     "%s was changed by another writer; %d write(s) that could not be made "
@@ -369,7 +414,11 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
-        side = functools.partial(self._side_call, list(turn.working), round_)
+        # One snapshot of the working transcript serves the side calls and, unless inbox notes
+        # joined it, the telemetry record: a pointer copy, the round's only per-message work
+        # outside the strategies and the telemetry.
+        snapshot = list(turn.working)
+        side = functools.partial(self._side_call, snapshot, round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
@@ -386,8 +435,9 @@ class Session:
                 prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
-            turn.add_notes(delivered_notes(ctx))
-            call = _Call(list(turn.working), ctx, trace, round_)
+            notes = delivered_notes(ctx)
+            turn.add_notes(notes)
+            call = _Call(list(turn.working) if notes else snapshot, ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
         except BaseException:
             self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]
@@ -468,6 +518,8 @@ class Session:
                 self._messages, self._ours = edit.apply(self._messages, self._ours)
             self._messages.extend(new)
             self._ours.extend(ours)
+            if turn.hint is not None:  # the caller's messages now line up with the record's
+                self._hint, turn.hint = turn.hint, None
             if self._file is not None and (new or edit is not None):
                 self._unsaved.append((new, edit, ours))
             while self._file is not None and self._unsaved:

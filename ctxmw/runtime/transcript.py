@@ -87,9 +87,15 @@ class TranscriptFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._good = 0  # bytes of whole, valid lines
-        self._seen: tuple[int, int] | None = None  # (inode, size) after our last load or write
+        # (inode, size, mtime) after our last load or write: another writer changes one of them.
+        self._seen: tuple[int, int, int] | None = None
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
+
+    @property
+    def size(self) -> int:
+        """Bytes of whole, valid lines, as last loaded or written."""
+        return self._good
 
     async def load(self) -> Messages:
         """Read every completed round: the current revision; an absent file is empty.
@@ -263,9 +269,9 @@ def _fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
-def _identity(path: Path) -> tuple[int, int] | None:
+def _identity(path: Path) -> tuple[int, int, int] | None:
     try:
         st = path.stat()
     except FileNotFoundError:
         return None
-    return st.st_ino, st.st_size
+    return st.st_ino, st.st_size, st.st_mtime_ns

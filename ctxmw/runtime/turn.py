@@ -41,6 +41,8 @@ class Turn:
             loop's rounds marked as ctxmw's in the save_file (a stateful session's file stays
             plain messages).
         ours: ids of the messages this turn's loop produced for Python callables.
+        hint: a stateless caller's conversation (its own message objects), the same messages
+            as the record's at the same positions once the turn's first round is committed.
     """
 
     working: Messages
@@ -51,6 +53,7 @@ class Turn:
     edit: Edit | None = None
     stateless: bool = False
     ours: set[int] = field(default_factory=set)
+    hint: Messages | None = None
 
     def stage(self, messages: Sequence[Message]) -> None:
         """Add messages of the caller (user input, tool results it computed) to the turn."""

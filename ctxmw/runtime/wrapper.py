@@ -10,11 +10,13 @@ ctxmw's options may also come in ``metadata={"ctxmw": {...}}`` (what agent frame
 through to litellm, see :mod:`ctxmw.runtime.options`); explicit keyword arguments win, and the
 ``"ctxmw"`` entry never reaches the provider.
 
-Telemetry needs the previous call of the same session: consecutive stateless calls on one
-save_file (or one explicit ``session=`` id, or litellm's ``litellm_session_id`` /
-``metadata["session_id"]``) share one recorder, kept in a bounded in-process registry (the least
-recently used of more than 1,024 sessions is forgotten; its next call is then measured as a
-first call).
+Consecutive stateless calls of one conversation (one save_file, or one explicit ``session=``
+id, or litellm's ``litellm_session_id`` / ``metadata["session_id"]``) continue from what the
+previous call left: the strategies' memo, the telemetry recorder (its previous call) and the
+loaded transcript, re-read only when the file changed. They live in a bounded in-process
+registry (:mod:`ctxmw.runtime.conversations`: by conversations and by bytes held, the least
+recently used forgotten first; a forgotten conversation's next call starts cold, with the same
+result).
 
 A stateless call has no session to keep an inbox note in when the provider call that carried it
 fails, so such notes are put back into the inbox: the real inbox's files under their own names
@@ -27,7 +29,6 @@ from __future__ import annotations
 import importlib
 import logging
 import os
-from collections import OrderedDict
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -35,10 +36,11 @@ from typing import Any
 import anyio
 
 from ctxmw._litellm import CompletionFn
-from ctxmw.runtime.options import conversation_id, split_options
+from ctxmw.runtime.conversations import Conversations
+from ctxmw.runtime.identity import conversation_identity
+from ctxmw.runtime.options import split_options
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
-from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, StrategySpec
 
 __all__ = ["acompletion"]
@@ -59,6 +61,7 @@ async def acompletion(
     completion: CompletionFn | None = None,
     on_call: Sequence[Callable[..., Any]] = (),
     session: str | None = None,
+    clock: Callable[[], float] | None = None,
     **kwargs: Any,
 ) -> Any:
     """Call the model like ``litellm.acompletion``, with the prompt strategies applied.
@@ -84,6 +87,8 @@ async def acompletion(
         session: the telemetry session id; consecutive calls with the same id (default: the
             same save_file, else ``litellm_session_id`` or ``metadata["session_id"]``) are
             compared with each other for cache reuse.
+        clock: wall-clock seconds (``StrategyContext.now``, default ``time.time``): the
+            strategies see the time since the conversation's previous call (a cold cache).
         **kwargs: everything else ``litellm.acompletion`` takes. ``metadata["ctxmw"]`` may hold
             any of the options above (not ``tools`` or ``completion``); it is removed before the
             provider call.
@@ -107,7 +112,10 @@ async def acompletion(
     chosen = {**options, **{k: v for k, v in given.items() if v is not None}}
     chosen["on_call"] = chosen.get("on_call") or ()
     if chosen.get("session") is None and chosen.get("save_file") is None:
-        chosen["session"] = conversation_id(rest)
+        identity = conversation_identity(rest, head=False)
+        chosen["session"] = identity.conversation if identity is not None else None
+    if clock is not None:
+        chosen["clock"] = clock
     return await _run(model, list(messages or []), tools, completion, chosen, rest)
 
 
@@ -120,35 +128,33 @@ async def _run(
     kwargs: dict[str, Any],
 ) -> Any:
     convo = Session(model, tools=tools, completion=completion, **options, **kwargs)
-    if options.get("session") is not None or options.get("save_file") is not None:
-        convo.recorder = _shared_recorder(convo.recorder, convo.settings, options["on_call"])
+    key = _conversation_key(options)
+    entry = _conversations.check_out(key) if key is not None else None
+    if entry is not None:
+        convo._resume(entry)
+    exact = False
     try:
         if kwargs.get("stream"):
-            return await convo.stream(history)
-        return await convo.complete(history)
+            return await convo.stream(history)  # saved when read: the next call reads the file
+        response = await convo.complete(history)
+        exact = True
+        return response
     finally:
+        if entry is not None and key is not None:
+            convo._hand_over(entry, exact=exact)
+            _conversations.check_in(key, entry)
         await _return_to_inbox(convo)
 
 
-_MAX_RECORDERS = 1024
-# Each recorder holds its conversation's last payload: bound what all of them keep (about four
-# bytes a token), so conversations a stateless caller has finished do not pin their transcripts.
-_MAX_HELD_TOKENS = 8_000_000
-_recorders: OrderedDict[str, CallRecorder] = OrderedDict()
+_conversations = Conversations()
 
 
-def _shared_recorder(
-    fresh: CallRecorder, settings: Settings, on_call: Sequence[Callable[..., Any]]
-) -> CallRecorder:
-    """The recorder of this session id from earlier calls, updated for this call; else ``fresh``."""
-    known = _recorders.pop(fresh.session, None)
-    recorder = fresh if known is None else known
-    recorder.settings, recorder.hooks = settings, list(on_call)
-    _recorders[fresh.session] = recorder
-    held = sum(r.held_tokens for r in _recorders.values())
-    while len(_recorders) > 1 and (len(_recorders) > _MAX_RECORDERS or held > _MAX_HELD_TOKENS):
-        held -= _recorders.popitem(last=False)[1].held_tokens
-    return recorder
+def _conversation_key(options: Mapping[str, Any]) -> tuple[str | None, str | None] | None:
+    """The registry key of a call's conversation: its save_file and session id (None: none)."""
+    save_file, session = options.get("save_file"), options.get("session")
+    if save_file is None and session is None:
+        return None
+    return (os.fspath(save_file) if save_file is not None else None, session)
 
 
 async def _return_to_inbox(session: Session) -> None:

@@ -1,0 +1,144 @@
+"""What a stateless conversation's next call needs from its previous one, kept between calls.
+
+``ctxmw.acompletion`` builds a :class:`~ctxmw.runtime.session.Session` per call (the caller's
+history is the conversation), so everything a call derives that the next one can reuse lives
+here, keyed by the conversation's identity (the save_file, else the ``session`` id, else
+litellm's ids; :mod:`ctxmw.runtime.identity`):
+
+* the strategies' memo (``StrategyContext.memo``): their caches and schedule state;
+* the telemetry recorder (the previous call's payload, for the prefix it shares);
+* the loaded transcript of the save_file (with what lines the caller's messages up with it),
+  reused only while the file is unchanged on disk (another process may write it: the next
+  call then reads it again), and only after a call that succeeded with everything written.
+
+A call checks its conversation out and back in. A second call of the same conversation while
+the first still runs (two tasks, no save_file to refuse one of them) gets a fresh, unregistered
+entry: the two never share a memo or a transcript, the second's memo is not kept. The recorder
+is the one exception, shared as before: it only ever holds the latest payload.
+
+The registry is bounded: at most :data:`MAX_CONVERSATIONS` conversations and about
+:data:`MAX_HELD_BYTES` held (transcript bytes, the recorder's payload at four bytes a token, the
+memo's bounded caches); the least recently used go first, the current one always stays. A
+forgotten conversation's next call starts cold (its transcript read again, measured as a first
+call): slower, never different.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from collections.abc import Hashable
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxmw.messages._memo import BoundedCache
+from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry.recorder import CallRecorder
+from ctxmw.types import Messages
+
+__all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Carried", "Conversation", "Conversations"]
+
+MAX_CONVERSATIONS = 1024
+MAX_HELD_BYTES = 64 * 1024 * 1024
+_BYTES_PER_TOKEN = 4
+
+
+@dataclass(slots=True)
+class Carried:
+    """A save_file as the last successful call left it in memory (see ``Session``)."""
+
+    file: TranscriptFile
+    messages: Messages
+    ours: list[bool]
+    hint: Messages
+    keys: dict[int, tuple[Any, str]]
+
+
+@dataclass(slots=True, eq=False)
+class Conversation:
+    """One conversation's state between calls.
+
+    Attributes:
+        memo: the strategies' memo.
+        recorder: the telemetry recorder, once a call made one.
+        transcript: the loaded save_file, when the last call left it exact.
+        in_use: a call has it checked out.
+        setup: what the memo was made under (the settings and the strategy names); a call
+            under another setup starts a new memo, since the strategies' caches assume theirs.
+    """
+
+    memo: dict[str, Any] = field(default_factory=dict)
+    recorder: CallRecorder | None = None
+    transcript: Carried | None = None
+    in_use: bool = False
+    setup: Any = None
+
+    def memo_for(self, setup: Any) -> dict[str, Any]:
+        """The memo for a call under ``setup`` (emptied when the setup changed)."""
+        if self.setup != setup:
+            self.memo, self.setup = {}, setup
+        return self.memo
+
+    @property
+    def held_bytes(self) -> int:
+        """About how many bytes this conversation keeps alive."""
+        held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
+        if self.recorder is not None:
+            held += self.recorder.held_tokens * _BYTES_PER_TOKEN
+        if self.transcript is not None:
+            held += self.transcript.file.size
+        return held
+
+
+class Conversations:
+    """The bounded registry (see the module docstring).
+
+    Args:
+        max_conversations: conversations kept at most.
+        max_bytes: bytes held by all of them at most (the current one always stays).
+    """
+
+    def __init__(
+        self, max_conversations: int = MAX_CONVERSATIONS, max_bytes: int = MAX_HELD_BYTES
+    ) -> None:
+        self.max_conversations = max_conversations
+        self.max_bytes = max_bytes
+        self._entries: OrderedDict[Hashable, Conversation] = OrderedDict()
+        self._held: dict[Hashable, int] = {}  # each entry's bytes when it was last checked in
+        self._total = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: Hashable) -> bool:
+        return key in self._entries
+
+    def values(self) -> list[Conversation]:
+        """The conversations kept, least recently used first."""
+        return list(self._entries.values())
+
+    def check_out(self, key: Hashable) -> Conversation:
+        """The conversation's state for one call; a fresh one if another call holds it."""
+        entry = self._entries.get(key)
+        if entry is None:
+            entry = self._entries[key] = Conversation()
+        elif entry.in_use:
+            # A concurrent call of the same conversation: nothing mutable is shared with it.
+            return Conversation(recorder=entry.recorder)
+        self._entries.move_to_end(key)
+        entry.in_use = True
+        return entry
+
+    def check_in(self, key: Hashable, entry: Conversation) -> None:
+        """The call is over: keep its state (if still registered) within the bounds."""
+        entry.in_use = False
+        if self._entries.get(key) is not entry:
+            return
+        self._entries.move_to_end(key)
+        held = entry.held_bytes
+        self._total += held - self._held.get(key, 0)
+        self._held[key] = held
+        while len(self._entries) > 1 and (
+            len(self._entries) > self.max_conversations or self._total > self.max_bytes
+        ):
+            oldest, _ = self._entries.popitem(last=False)
+            self._total -= self._held.pop(oldest, 0)

@@ -1,0 +1,105 @@
+"""Which conversation a call continues: the one identity function of the wrapper and the proxy.
+
+In order: the call's ``save_file`` (its path as given; also inside ``metadata["ctxmw"]``), its
+``session`` (likewise), litellm's ``litellm_session_id`` (through the LiteLLM Proxy the
+``x-litellm-session-id`` header overrides the body's; the proxy merges both into
+``data["litellm_session_id"]``), then ``metadata["session_id"]``. Ids are strings or integers,
+stripped, at most 200 characters; a blank one falls through. Without any, ``head=True`` (the
+proxy) keys the conversation by a digest of its stable head: the system (or developer) messages
+before the first user message, and that first user message. A head digest is named as such in
+the ledger (``identity: "head"``): two conversations that open with the same words share it, so
+clients that can send a session id should. The stateless wrapper passes ``head=False``: a call
+that names no conversation is a conversation of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, overload
+
+from ctxmw.messages.canonical import canonical_bytes
+
+__all__ = ["Identity", "conversation_identity", "head_digest"]
+
+_MAX_ID = 200
+
+
+@dataclass(frozen=True, slots=True)
+class Identity:
+    """A call's conversation.
+
+    Attributes:
+        conversation: the id its state is kept by (in this process, or by every replica).
+        source: ``"save_file"``, ``"session"`` (ctxmw's ``session`` option), ``"session_id"``
+            (litellm_session_id or its header), ``"metadata"`` (``metadata.session_id``) or
+            ``"head"`` (a digest of the stable head).
+    """
+
+    conversation: str
+    source: str
+
+
+@overload
+def conversation_identity(call: Mapping[str, Any], *, head: Literal[True] = ...) -> Identity: ...
+
+
+@overload
+def conversation_identity(call: Mapping[str, Any], *, head: bool) -> Identity | None: ...
+
+
+def conversation_identity(call: Mapping[str, Any], *, head: bool = True) -> Identity | None:
+    """The conversation of a call (``acompletion``'s keyword arguments, or a proxy request's data).
+
+    Args:
+        call: the keyword arguments as the caller gave them (``messages`` for the head).
+        head: without an id, key by the head digest (else return None).
+    """
+    for source, value in _candidates(call):
+        text = _path(value) if source == "save_file" else _text(value)
+        if text:
+            return Identity(text, source)
+    if not head:
+        return None
+    return Identity("head-" + head_digest(call.get("messages") or []), "head")
+
+
+def _candidates(call: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+    metadata = call.get("metadata")
+    metadata = metadata if isinstance(metadata, Mapping) else {}
+    nested = metadata.get("ctxmw")
+    nested = nested if isinstance(nested, Mapping) else {}
+    yield "save_file", call.get("save_file")
+    yield "save_file", nested.get("save_file")
+    yield "session", call.get("session")
+    yield "session", nested.get("session")
+    yield "session_id", call.get("litellm_session_id")
+    yield "metadata", metadata.get("session_id")
+
+
+def head_digest(messages: Sequence[Any]) -> str:
+    """Hex digest of the system/developer messages up to the first user message, and that one."""
+    digest = hashlib.blake2b(digest_size=16)
+    for message in messages:
+        if not isinstance(message, Mapping):
+            continue
+        role = message.get("role")
+        if role in ("system", "developer", "user"):
+            digest.update(canonical_bytes(message))
+            digest.update(b"\n")
+        if role == "user":
+            break
+    return digest.hexdigest()
+
+
+def _path(value: object) -> str:
+    # A path is kept exactly (never stripped or cut): it names a file.
+    return os.fsdecode(value) if isinstance(value, str | os.PathLike) else ""
+
+
+def _text(value: object) -> str:
+    if not isinstance(value, str | int) or isinstance(value, bool):
+        return ""
+    return str(value).strip()[:_MAX_ID]
