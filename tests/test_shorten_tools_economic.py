@@ -16,8 +16,6 @@ from ctxmw import Session, Settings, validate
 from ctxmw.messages.pairs import index_tools
 from ctxmw.strategies.shorten_tools_economic import (
     NAME,
-    Schedule,
-    decide,
     economic_moves,
     economics,
     measure,
@@ -142,22 +140,6 @@ def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
     )
     marks = [i for i, m in enumerate(prompt) if "cache_control" in json.dumps(m)]
     assert marks[0] == opener - 1  # the end of the prefix that stays until the next move
-
-
-def test_the_moves_are_one_pure_decision_per_call_point() -> None:
-    source = adjacent_calls(300)
-    s = Settings()
-    sizes, econ = measure(source, index_tools(source), s), economics(SONNET, s)
-    state, seen = Schedule(), []
-    for p in points(source):
-        after = decide(state, sizes, p, econ, s, cold=False)
-        assert decide(state, sizes, p, econ, s, cold=False) == after  # same state in, same out
-        if after.boundary != state.boundary:
-            assert after == Schedule(sizes.calls_before(p))  # a move resets the rent
-            seen.append((p, after.boundary))
-        state = after
-    assert seen == economic_moves(sizes, points(source), econ, s)
-    assert len(seen) >= 3
 
 
 def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:

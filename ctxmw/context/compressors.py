@@ -20,7 +20,14 @@ from ctxmw.errors import UsageError
 from ctxmw.messages._memo import memoised
 from ctxmw.messages.shorten import compact_content
 
-__all__ = ["Compressor", "apply_compressor", "compressor", "get_compressor", "unregister"]
+__all__ = [
+    "Compressor",
+    "apply_compressor",
+    "compressor",
+    "compressor_registry",
+    "get_compressor",
+    "unregister",
+]
 
 Compressor: TypeAlias = Callable[[str, dict[str, Any]], str]
 """``(result_text, call_arguments) -> shorter_text``; arguments are ``{}`` when not JSON."""
@@ -60,6 +67,11 @@ def compressor(tool_name: str, *, replace: bool = False) -> Callable[[C], C]:
 def get_compressor(tool_name: str) -> Compressor | None:
     """The compressor registered for ``tool_name``, if any."""
     return _compressors.get(tool_name)
+
+
+def compressor_registry() -> tuple[tuple[str, Compressor], ...]:
+    """The registered compressors as one value: a memoised compacted result depends on it."""
+    return tuple(_compressors.items())
 
 
 def unregister(tool_name: str) -> None:

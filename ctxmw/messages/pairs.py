@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
 from ctxmw.messages._memo import memoised
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_arguments, call_name
@@ -51,12 +52,63 @@ class ToolIndex:
             order, or None for an entry that has no result (or is malformed).
         result_of: tool message index -> forward number of the call it answers.
         last_user_index: index of the newest user message (-1 if none).
+        partial: assistant message indices of groups that hold (or held, while reading) an
+            entry without a result: a superset, in message order.
     """
 
     calls: list[Call] = field(default_factory=list)
     groups: dict[int, list[int | None]] = field(default_factory=dict)
     result_of: dict[int, int] = field(default_factory=dict)
     last_user_index: int = -1
+    partial: dict[int, None] = field(default_factory=dict)
+    _keys: list[str] = field(default_factory=list, repr=False)
+    _first: dict[str, int] = field(default_factory=dict, repr=False)
+    _repeats: list[int] = field(default_factory=list, repr=False)
+    _scanned: int = field(default=0, repr=False)
+    _protected: tuple[int, frozenset[int]] | None = field(default=None, repr=False)
+
+    def keys(self) -> list[str]:
+        """:func:`call_key` of every call, in forward order (kept, extended as calls come)."""
+        keys = self._keys
+        if len(keys) < len(self.calls):
+            keys.extend(map(call_key, self.calls[len(keys) :]))
+        return keys
+
+    def repeats(self) -> list[int]:
+        """Forward numbers of every occurrence after the first of a repeated call, ascending."""
+        keys, first, repeats = self.keys(), self._first, self._repeats
+        for f0 in range(self._scanned, len(keys)):
+            key = keys[f0]
+            if key in first:
+                repeats.append(f0 + 1)
+            else:
+                first[key] = f0 + 1
+        self._scanned = len(keys)
+        return repeats
+
+    def protected(self, pinned: int) -> frozenset[int]:
+        """Forward numbers of the latest instance of every call repeated among calls 1..pinned."""
+        if self._protected is not None and self._protected[0] == pinned:
+            return self._protected[1]
+        latest: dict[str, int] = {}
+        twice: set[str] = set()
+        for f, key in enumerate(self.keys()[:pinned], start=1):
+            if key in latest:
+                twice.add(key)
+            latest[key] = f
+        found = frozenset(latest[key] for key in twice)
+        self._protected = (pinned, found)
+        return found
+
+    def _forget_calls_from(self, m: int) -> None:
+        """Drop what was derived from calls ``m + 1`` on."""
+        del self._keys[m:]
+        if self._protected is not None and self._protected[0] > m:
+            self._protected = None
+        if self._scanned > m:
+            self._first.clear()
+            self._repeats.clear()
+            self._scanned = 0
 
 
 def index_tools(
@@ -66,27 +118,28 @@ def index_tools(
 
     Args:
         messages: the transcript (or a strategy's input).
-        memo: a session's scratch space (``StrategyContext.memo``). When the previous call of
-            ``owner`` saw a list whose elements start this one (the same objects, as a session's
-            transcript only grows), only the new messages are read; anything else re-reads all.
+        memo: a session's scratch space (``StrategyContext.memo``). The previous input of
+            ``owner`` is kept there beside its index: only the messages past the first one that
+            changed (by identity, else by equality) are read again, so an appended round costs
+            its own messages and an edited middle message costs the messages after it.
         owner: who keeps the memo entry (a strategy's name): each owner sees its own inputs.
+            The index returned to an owner is updated in place by that owner's next call.
     """
     if memo is None:
         return _Indexer().feed(messages, 0).index
     key = f"tool_index:{owner}"
     seen: tuple[list[Any], _Indexer] | None = memo.get(key)
-    if seen is not None and len(messages) >= len(seen[0]) and _extends(messages, seen[0]):
-        indexer = seen[1].feed(messages, len(seen[0]))
-    else:
+    if seen is None:
         indexer = _Indexer().feed(messages, 0)
-    memo[key] = (list(messages), indexer)
+    else:
+        start = resume_point(messages, common_prefix(seen[0], messages))
+        indexer = seen[1].truncate(start, messages) if start > 0 else _Indexer()
+        indexer.feed(messages, start)
+    if len(messages) <= MAX_MEMO_MESSAGES:
+        memo[key] = (list(messages), indexer)
+    else:
+        memo.pop(key, None)
     return indexer.index
-
-
-def _extends(messages: Sequence[Any], previous: list[Any]) -> bool:
-    # list == compares identical objects by identity first: for a grown transcript this is a
-    # pointer walk in C, not a deep comparison.
-    return list(messages[: len(previous)]) == previous
 
 
 class _Indexer:
@@ -106,12 +159,46 @@ class _Indexer:
             if role == "tool":
                 _close_call(index, pending, i, msg.get("tool_call_id"))
                 continue
-            pending.clear()  # any other message ends the group: its open calls stay unanswered
+            if pending:  # any other message ends the group: its open calls stay unanswered
+                _unanswered(index, pending)
             if role == "assistant":
                 _open_group(index, pending, i, msg.get("tool_calls"))
             elif role == "user":
                 index.last_user_index = i
+        if pending:
+            index.partial.update((at, None) for at, _, _ in pending.values())
         return self
+
+    def truncate(self, end: int, messages: Sequence[Any]) -> _Indexer:
+        """Forget everything read from message ``end`` on (a resume point: no group open)."""
+        index = self.index
+        self.pending = {}
+        while index.calls and index.calls[-1].result_index >= end:
+            index.calls.pop()
+        index._forget_calls_from(len(index.calls))
+        while index.partial and next(reversed(index.partial)) >= end:
+            index.partial.popitem()
+        # Both mappings were filled in message order: their newest keys are their last.
+        while index.groups and next(reversed(index.groups)) >= end:
+            index.groups.popitem()
+        while index.result_of and next(reversed(index.result_of)) >= end:
+            index.result_of.popitem()
+        if index.last_user_index >= end:
+            index.last_user_index = _last_user(messages, end)
+        return self
+
+
+def _last_user(messages: Sequence[Any], end: int) -> int:
+    for i in range(end - 1, -1, -1):
+        msg = messages[i]
+        if isinstance(msg, dict) and msg.get("role") == "user":
+            return i
+    return -1
+
+
+def _unanswered(index: ToolIndex, pending: dict[str, tuple[int, int, dict[str, Any]]]) -> None:
+    index.partial.update((at, None) for at, _, _ in pending.values())
+    pending.clear()
 
 
 def _open_group(
@@ -124,6 +211,8 @@ def _open_group(
         call_id = tc.get("id") if isinstance(tc, dict) else None
         if isinstance(call_id, str) and call_id not in pending:
             pending[call_id] = (i, pos, tc)
+    if len(pending) < len(tool_calls):
+        index.partial[i] = None  # a malformed or duplicate entry never gets a result
 
 
 def _close_call(

@@ -3,8 +3,10 @@
 A call point is the transcript just before each assistant message: what the agent sent to get
 that message. At every call point each strategy list is applied to the transcript so far (a fresh
 :class:`~ctxmw.types.StrategyContext`, no save_file), exactly as the wrapper would, and the prompt
-is measured: tokens sent, the common prefix with the previous call's prompt, what each caching
-model reads from and writes to the cache, and the cost at one model's prices (see
+is measured. A transcript's call points are replayed in order with one memo, as one session's
+calls are, so each point costs the strategies what is new since the previous one. Measured:
+tokens sent, the common prefix with the previous call's prompt, what each caching model reads
+from and writes to the cache, and the cost at one model's prices (see
 :mod:`ctxmw.replay.caching` for the caching models and where prices come from). ``none`` is
 always replayed: it is the baseline of every ratio.
 

@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from itertools import accumulate
 from typing import Any
 
+from ctxmw.messages._memo import session_memo
 from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.messages.pairs import index_tools
 from ctxmw.replay.caching import CACHING_MODELS, Prices
@@ -144,7 +145,10 @@ def optimal_schedule(
     builder = _Builder(messages, model, counter, settings)
     index = builder.index
     results = [c.result_index for c in index.calls]
-    renders = [builder.render(0)] + [builder.render(bisect_left(results, p)) for p in points]
+    # One memo for every boundary's render: a result compacted under one boundary is compacted
+    # alike under the next, so its shortened text is computed once.
+    with session_memo({}):
+        renders = [builder.render(0)] + [builder.render(bisect_left(results, p)) for p in points]
     tools_tokens = counter.tools_tokens(model, tools, _has_system(messages)) if tools else 0
     fixed = (tools_tokens, counter.overhead_tokens(model))
     best = _Solver(renders, points, fixed, window).solve(prices, minimum)

@@ -56,6 +56,7 @@ from ctxmw._litellm import (
     CompletionFn,
     default_completion,
     message_dict,
+    message_dicts,
     response_message,
     stream_chunk_builder,
 )
@@ -353,7 +354,7 @@ class Session:
         await self._sync()
         if history is None:
             return self._start_turn(list(self._messages))
-        given = list(map(message_dict, history))
+        given = message_dicts(history)
         plan = plan_history(self._messages, self._ours, given, hint=self._hint, keys=self._keys)
         if plan.edit is not None:
             self._forget_keys(given)

@@ -116,7 +116,9 @@ async def apply_strategies(
         )
     # A new list (a strategy that appends to its input cannot touch the caller's), with litellm
     # Message objects as dicts: strategies read dicts, and would skip anything else.
-    current: Messages = [_as_dict(m) for m in messages]
+    current: Messages = list(messages)
+    if set(map(type, current)) - {dict}:  # at C speed: most callers pass dicts only
+        current = [_as_dict(m) for m in current]
     # What strategies derive from the transcript is cached in the session's memo (this call's
     # own without a session), never for the process: it goes when the conversation does.
     with session_memo(ctx.memo):

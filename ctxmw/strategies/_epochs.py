@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -10,7 +10,7 @@ from ctxmw.messages.pairs import Call, ToolIndex, call_key
 from ctxmw.strategies._regions import Region, render
 from ctxmw.types import Messages, StrategyContext
 
-__all__ = ["EpochPlan", "apply_plan", "protected_calls", "repeat_positions"]
+__all__ = ["EpochPlan", "apply_plan", "plan_regions", "protected_calls", "repeat_positions"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,20 +62,60 @@ def repeat_positions(calls: Sequence[Call]) -> list[int]:
 def apply_plan(
     messages: Messages, index: ToolIndex, plan: EpochPlan, ctx: StrategyContext, name: str
 ) -> Messages:
-    """Render ``plan`` (regions by reverse position, repeats protected) and report its stats."""
-    n = len(index.calls)
-    protected = protected_calls(index.calls, plan.pinned)
-    regions = [_region(n - f0, plan, f0 + 1 in protected) for f0 in range(n)]
-    out, counts = render(messages, index, regions, regions, ctx.settings, notice=True)
+    """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
+
+    With a session memo, the previous call's output is reused up to the first message whose
+    region changed (:func:`~ctxmw.strategies._regions.render`).
+    """
+    protected = index.protected(plan.pinned)
+    regions = plan_regions(index, plan, protected)
+    out, counts = render(
+        messages,
+        index,
+        regions,
+        regions,
+        ctx.settings,
+        notice=True,
+        memo=ctx.memo,
+        owner=name,
+        paired=True,
+    )
     stats: dict[str, Any] = asdict(plan)
     stats.update(asdict(counts), protected=len(protected))
     ctx.stats[name] = stats
     return out
 
 
-def _region(p: int, plan: EpochPlan, protected: bool) -> Region:
-    if p <= plan.keep_full or protected:
-        return Region.FULL
-    if p <= plan.truncate_to:
-        return Region.COMPACTED
-    return Region.DROPPED
+def plan_regions(index: ToolIndex, plan: EpochPlan, protected: Collection[int]) -> bytes:
+    """The region of every call under ``plan``, pairs and groups kept whole, by forward number.
+
+    Reverse position ``p = n - f0``: full within ``keep_full`` (or protected), compacted within
+    ``truncate_to``, else dropped. Built as runs of bytes; only the groups that can hold a
+    dropped call beside a kept one (the one at the drop edge, those of protected calls, those
+    with an unanswered entry) are looked at.
+    """
+    n = len(index.calls)
+    dropped = min(max(n - plan.truncate_to, 0), n)
+    compacted = max(min(max(n - plan.keep_full, 0), n), dropped)
+    out = bytearray(
+        bytes([Region.DROPPED]) * dropped
+        + bytes([Region.COMPACTED]) * (compacted - dropped)
+        + bytes([Region.FULL]) * (n - compacted)
+    )
+    for f in protected:
+        out[f - 1] = Region.FULL
+    if dropped == 0:
+        return bytes(out)
+    suspects = {index.calls[f - 1].call_index for f in protected if f <= dropped}
+    suspects.update(g for g in index.partial if g in index.groups)
+    if dropped < n:
+        suspects.add(index.calls[dropped].call_index)
+    for g in suspects:
+        members = index.groups[g]
+        if all(f is not None and out[f - 1] == Region.DROPPED for f in members):
+            continue
+        # A group survives whole: its would-be-dropped calls are compacted instead.
+        for member in members:
+            if member is not None and out[member - 1] == Region.DROPPED:
+                out[member - 1] = Region.COMPACTED
+    return bytes(out)

@@ -8,12 +8,19 @@ builds the prompt, reusing every unchanged message object.
 
 from __future__ import annotations
 
+from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import IntEnum
 from typing import Any
 
-from ctxmw.context.compressors import apply_compressor
+from ctxmw.context.compressors import apply_compressor, compressor_registry
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    resume_point,
+    same_prefix,
+)
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
@@ -28,6 +35,9 @@ class Region(IntEnum):
     FULL = 0
     COMPACTED = 1
     DROPPED = 2
+
+
+_FULL, _DROPPED = bytes([Region.FULL]), bytes([Region.DROPPED])
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,11 +58,14 @@ class Counts:
 def render(
     messages: Sequence[Any],
     index: ToolIndex,
-    call_side: Sequence[Region],
-    result_side: Sequence[Region],
+    call_side: Sequence[Region] | bytes,
+    result_side: Sequence[Region] | bytes,
     settings: Settings,
     *,
     notice: bool,
+    memo: dict[str, Any] | None = None,
+    owner: str = "",
+    paired: bool = False,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -63,58 +76,204 @@ def render(
         result_side: region of each completed call's result.
         settings: compaction lengths and the notice text.
         notice: insert the compaction notice when anything changed.
+        memo: a session's scratch space. The previous output of ``owner`` is kept there: it
+            is reused up to the first message that changed or whose region changed, so the
+            unchanged head costs a list copy, not a render, and keeps its objects.
+        owner: who keeps the memo entry (a strategy's name).
+        paired: the regions already keep pairs and groups whole (the epoch plans'), so the
+            pairing pass is skipped.
     """
-    calls, results = _paired(index, call_side, result_side)
-    out: Messages = []
-    first_group = -1
-    compacted = dropped = 0
-    for i, msg in enumerate(messages):
-        new = _render_one(i, msg, index, calls, results, settings)
-        if new is None:
-            dropped += 1
-            continue
-        if new is not msg:
-            compacted += 1
-        if first_group < 0 and i in index.groups:
-            first_group = len(out)
-        out.append(new)
-    counts = Counts(
-        calls_compacted=sum(1 for c, r in zip(calls, results, strict=True) if 0 < max(c, r) < 2),
-        calls_dropped=sum(1 for r in results if r is Region.DROPPED),
-        messages_compacted=compacted,
-        messages_dropped=dropped,
+    calls, results = bytes(call_side), bytes(result_side)
+    if not paired:
+        calls, results = _paired(index, calls, results)
+    key = _render_key(settings, notice)
+    slot = f"render:{owner}"
+    state = memo.get(slot) if memo is not None else None
+    done = _reuse(state, messages, index, calls, results, key) if state is not None else None
+    done = done if done is not None else _Rendered.empty(key)
+    done.extend(messages, index, calls, results, settings)
+    if memo is not None:
+        if len(messages) <= MAX_MEMO_MESSAGES:
+            memo[slot] = done
+        else:
+            memo.pop(slot, None)
+    return done.prompt(settings, notice, calls, results)
+
+
+def _render_key(settings: Settings, notice: bool) -> tuple[Any, ...]:
+    """What a rendered message depends on beside the message and its regions."""
+    return (
+        settings.short_string_length,
+        settings.short_output_length,
+        settings.resolved_durable_patterns,
+        settings.compaction_notice if notice else None,
+        compressor_registry(),
     )
-    if notice and counts.changed:
-        text = settings.compaction_notice.format(compacted=compacted, dropped=dropped)
-        out.insert(first_group if first_group >= 0 else len(out), {"role": "user", "content": text})
-    return out, counts
 
 
-def _paired(
-    index: ToolIndex, call_side: Sequence[Region], result_side: Sequence[Region]
-) -> tuple[list[Region], list[Region]]:
-    calls, results = list(call_side), list(result_side)
-    for f0 in range(len(calls)):
-        # A call and its result are dropped together or not at all.
-        if (calls[f0] is Region.DROPPED) != (results[f0] is Region.DROPPED):
-            calls[f0] = min(calls[f0], Region.COMPACTED)
-            results[f0] = min(results[f0], Region.COMPACTED)
+@dataclass(slots=True)
+class _Rendered:
+    """One owner's previous render: its input, regions and output, message by message.
+
+    ``pos[i]`` is the length of ``body`` (the output without the notice) before input message
+    ``i``; ``compacted[i]`` and ``dropped[i]`` count the messages changed before it.
+    """
+
+    key: tuple[Any, ...]
+    inputs: list[Any]
+    calls: bytes
+    results: bytes
+    body: list[Any]
+    pos: array[int]
+    compacted: array[int]
+    dropped: array[int]
+    first_group: int  # body position of the first surviving group message, -1 if none
+    notice: dict[str, Any] | None
+
+    @classmethod
+    def empty(cls, key: tuple[Any, ...]) -> _Rendered:
+        zero = array("q", [0])
+        return cls(key, [], b"", b"", [], zero, array("q", zero), array("q", zero), -1, None)
+
+    def extend(
+        self,
+        messages: Sequence[Any],
+        index: ToolIndex,
+        calls: bytes,
+        results: bytes,
+        settings: Settings,
+    ) -> None:
+        """Render ``messages`` past the kept head (``len(self.pos) - 1`` messages)."""
+        body, pos, compacted, dropped = self.body, self.pos, self.compacted, self.dropped
+        c, d = compacted[-1], dropped[-1]
+        for i in range(len(pos) - 1, len(messages)):
+            msg = messages[i]
+            new = _render_one(i, msg, index, calls, results, settings)
+            if new is None:
+                d += 1
+            else:
+                if new is not msg:
+                    c += 1
+                if self.first_group < 0 and i in index.groups:
+                    self.first_group = len(body)
+                body.append(new)
+            pos.append(len(body))
+            compacted.append(c)
+            dropped.append(d)
+        self.inputs = list(messages)
+        self.calls, self.results = calls, results
+
+    def prompt(
+        self, settings: Settings, notice: bool, calls: bytes, results: bytes
+    ) -> tuple[Messages, Counts]:
+        """The output (a new list) and its counts."""
+        counts = Counts(
+            calls_compacted=len(calls) - _both_full(calls, results) - results.count(_DROPPED),
+            calls_dropped=results.count(_DROPPED),
+            messages_compacted=self.compacted[-1],
+            messages_dropped=self.dropped[-1],
+        )
+        if not (notice and counts.changed):
+            return list(self.body), counts
+        text = settings.compaction_notice.format(
+            compacted=counts.messages_compacted, dropped=counts.messages_dropped
+        )
+        if self.notice is None or self.notice["content"] != text:
+            self.notice = {"role": "user", "content": text}
+        at = self.first_group if self.first_group >= 0 else len(self.body)
+        return [*self.body[:at], self.notice, *self.body[at:]], counts
+
+
+def _reuse(
+    state: _Rendered,
+    messages: Sequence[Any],
+    index: ToolIndex,
+    calls: bytes,
+    results: bytes,
+    key: tuple[Any, ...],
+) -> _Rendered | None:
+    """``state`` cut back to the messages whose input and regions are unchanged, or None."""
+    if state.key != key:
+        return None
+    start = resume_point(messages, common_prefix(state.inputs, messages))
+    changed = min(_first_difference(state.calls, calls), _first_difference(state.results, results))
+    if changed < len(index.calls):
+        start = min(start, index.calls[changed].call_index)
+    if start == 0:
+        return None
+    cut = state.pos[start]
+    body = state.body[:cut]
+    same = same_prefix(state.inputs, messages, start)
+    if same < start:
+        # Equal, not identical, inputs: show this call's objects where they were passed on.
+        lo, hi = state.pos[same], cut
+        swap = dict(zip(map(id, state.inputs[same:start]), messages[same:start], strict=True))
+        body[lo:hi] = map(swap.get, map(id, body[lo:hi]), body[lo:hi])
+    first = state.first_group if state.first_group < cut else -1
+    return _Rendered(
+        key,
+        state.inputs,
+        state.calls,
+        state.results,
+        body,
+        state.pos[: start + 1],
+        state.compacted[: start + 1],
+        state.dropped[: start + 1],
+        first,
+        state.notice,
+    )
+
+
+def _first_difference(a: bytes, b: bytes) -> int:
+    """The first index where ``a`` and ``b`` differ (the shorter length if one starts the other)."""
+    m = min(len(a), len(b))
+    if a[:m] == b[:m]:
+        return m
+    lo, hi = 0, m  # a[:lo] == b[:lo], a[:hi] != b[:hi]
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        if a[lo:mid] == b[lo:mid]:
+            lo = mid
+        else:
+            hi = mid
+    return lo
+
+
+def _both_full(calls: bytes, results: bytes) -> int:
+    """How many calls show both sides full (bytewise OR, at C speed)."""
+    if calls == results:
+        return calls.count(_FULL)
+    n = len(calls)
+    either = int.from_bytes(calls, "big") | int.from_bytes(results, "big")
+    return either.to_bytes(n, "big").count(_FULL)
+
+
+def _paired(index: ToolIndex, call_side: bytes, result_side: bytes) -> tuple[bytes, bytes]:
+    calls, results = bytearray(call_side), bytearray(result_side)
+    if calls != results:
+        for f0 in range(len(calls)):
+            # A call and its result are dropped together or not at all.
+            if (calls[f0] == Region.DROPPED) != (results[f0] == Region.DROPPED):
+                calls[f0] = min(calls[f0], Region.COMPACTED)
+                results[f0] = min(results[f0], Region.COMPACTED)
+    if Region.DROPPED not in calls:
+        return bytes(calls), bytes(results)
     for members in index.groups.values():
-        if all(f is not None and calls[f - 1] is Region.DROPPED for f in members):
+        if all(f is not None and calls[f - 1] == Region.DROPPED for f in members):
             continue
         # A group survives whole: its would-be-dropped calls are compacted instead.
         for f in members:
-            if f is not None and calls[f - 1] is Region.DROPPED:
+            if f is not None and calls[f - 1] == Region.DROPPED:
                 calls[f - 1] = results[f - 1] = Region.COMPACTED
-    return calls, results
+    return bytes(calls), bytes(results)
 
 
 def _render_one(
     i: int,
     msg: Any,
     index: ToolIndex,
-    calls: list[Region],
-    results: list[Region],
+    calls: bytes,
+    results: bytes,
     settings: Settings,
 ) -> Any:
     members = index.groups.get(i)
@@ -124,9 +283,9 @@ def _render_one(
     if f is None:
         return msg
     region = results[f - 1]
-    if region is Region.DROPPED:
+    if region == Region.DROPPED:
         return None
-    if region is Region.FULL:
+    if region == Region.FULL:
         return msg
     content = msg.get("content")
     call = index.calls[f - 1]
@@ -142,14 +301,16 @@ def _render_one(
 
 
 def _render_group(
-    msg: dict[str, Any], members: list[int | None], calls: list[Region], settings: Settings
+    msg: dict[str, Any], members: list[int | None], calls: bytes, settings: Settings
 ) -> Any:
     regions = [calls[f - 1] if f is not None else Region.FULL for f in members]
-    if all(r is Region.DROPPED for r in regions):
+    if all(r == Region.DROPPED for r in regions):
         return None
     tool_calls = msg["tool_calls"]
+    if all(r == Region.FULL for r in regions):
+        return msg
     new_calls = [
-        _compact_call(tc, settings.short_string_length) if r is Region.COMPACTED else tc
+        _compact_call(tc, settings.short_string_length) if r == Region.COMPACTED else tc
         for tc, r in zip(tool_calls, regions, strict=True)
     ]
     if all(new is old for new, old in zip(new_calls, tool_calls, strict=True)):

@@ -25,11 +25,14 @@ is returned unchanged. The input is never mutated: a marked message is a new dic
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix
 from ctxmw.messages.pairs import ToolIndex, index_tools
-from ctxmw.strategies._epochs import repeat_positions
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
 from ctxmw.telemetry.marks import (
@@ -62,8 +65,9 @@ class CacheBreakpoints:
         if not messages or not ctx.model or not uses_breakpoints(ctx.model):
             return messages
         injected = injected_indices(messages, self.injection_points)
-        budget = MAX_BREAKPOINTS - sum(map(count_marks, messages)) - len(injected)
-        taken = injected | {i for i, m in enumerate(messages) if is_marked(m)}
+        marks, marked = _existing_marks(messages, ctx.memo)
+        budget = MAX_BREAKPOINTS - marks - len(injected)
+        taken = injected | marked
         plan = plan_marks(messages, head=_stable_end(messages, ctx), taken=taken, budget=budget)
         ctx.stats["cache_breakpoints"] = {"marks": [[i, ttl] for i, ttl in plan]}
         if not plan:
@@ -76,10 +80,44 @@ class CacheBreakpoints:
 
 cache_breakpoints = register_strategy("cache_breakpoints")(CacheBreakpoints())
 
+_SLOT = "cache_breakpoints:marks"
+
+
+@dataclass(slots=True)
+class _Marks:
+    """The marks the previous input already carried: per message, and where."""
+
+    inputs: list[Any]
+    counts: array[int]
+    marked: list[int]
+
+
+def _existing_marks(messages: Messages, memo: dict[str, Any] | None) -> tuple[int, set[int]]:
+    """How many marks ``messages`` carry, and the indices of the marked ones.
+
+    The memo keeps the previous input's counts: only messages past the first one that changed
+    are looked at.
+    """
+    kept = memo.get(_SLOT) if memo is not None else None
+    start = common_prefix(kept.inputs, messages) if isinstance(kept, _Marks) else 0
+    if not isinstance(kept, _Marks) or start == 0:
+        kept = _Marks([], array("q"), [])
+    del kept.counts[start:]
+    del kept.marked[bisect_left(kept.marked, start) :]
+    for i in range(start, len(messages)):
+        n = count_marks(messages[i])
+        kept.counts.append(n)
+        if n or is_marked(messages[i]):
+            kept.marked.append(i)
+    kept.inputs = list(messages)
+    if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
+        memo[_SLOT] = kept
+    return sum(kept.counts), set(kept.marked)
+
 
 def _stable_end(messages: Messages, ctx: StrategyContext) -> int | None:
     """Index of the last message before the current epoch's first call, or None."""
-    index = index_tools(messages)
+    index = index_tools(messages, ctx.memo, "cache_breakpoints")
     new_calls = _epoch_calls(ctx, index)
     if new_calls is None or new_calls <= 0 or new_calls > len(index.calls):
         return None
@@ -94,5 +132,5 @@ def _epoch_calls(ctx: StrategyContext, index: ToolIndex) -> int | None:
             # The economic schedule has its own full tier and names it in its entry.
             full = entry.get("full_tool_calls", ctx.settings.epoch_full_tool_calls)
             return int(entry["keep_full"]) - int(full)
-    plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
+    plan = increment_epoch_plan(len(index.calls), index.repeats(), ctx.settings)
     return None if plan is None else len(index.calls) - plan.pinned

@@ -30,6 +30,7 @@ from typing import Any
 
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.errors import UsageError
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
@@ -80,13 +81,13 @@ class ClearToolResults:
         opts = _options(ctx.settings)
         stats: dict[str, Any] = {"triggered": False, "cleared": 0, "placeholder": opts.placeholder}
         ctx.stats["clear_tool_results"] = stats
-        index = index_tools(messages)
+        index = index_tools(messages, ctx.memo, "clear_tool_results")
         if len(index.calls) <= opts.keep:
             return messages
-        if not _exceeds(messages, opts.trigger, as_counter(self.counter), ctx.model):
+        if _tokens(messages, as_counter(self.counter), ctx.model, ctx.memo) <= opts.trigger:
             return messages
         stats["triggered"] = True
-        out, stats["cleared"] = _clear(messages, index, opts)
+        out, stats["cleared"] = _clear(messages, index, opts, _copies(ctx.memo, messages))
         return out
 
 
@@ -104,19 +105,55 @@ clear_tool_results = register_strategy("clear_tool_results")(ClearToolResults())
 """The registered instance: ``prompt_strategies="clear_tool_results"``."""
 
 
-def _exceeds(
-    messages: Sequence[Any], trigger: int, counter: TokenCounter, model: str | None
-) -> bool:
-    """Whether the messages hold more than ``trigger`` tokens (stops counting once they do)."""
-    total = 0
-    for message in messages:
-        total += count_messages(counter, model, [message])[0]
-        if total > trigger:
-            return True
-    return False
+@dataclass(slots=True)
+class _Counted:
+    """The previous input's running token sums, for one counter and model."""
+
+    counter: TokenCounter
+    model: str | None
+    inputs: list[Any]
+    totals: list[int]  # totals[i]: tokens of messages[:i]
 
 
-def _clear(messages: Messages, index: ToolIndex, opts: _Options) -> tuple[Messages, int]:
+def _tokens(
+    messages: Sequence[Any], counter: TokenCounter, model: str | None, memo: dict[str, Any] | None
+) -> int:
+    """Tokens of the messages; with a memo, only those past the first changed one are counted."""
+    kept = memo.get(_COUNTED) if memo is not None else None
+    if isinstance(kept, _Counted) and kept.counter is counter and kept.model == model:
+        del kept.totals[common_prefix(kept.inputs, messages) + 1 :]
+    else:
+        kept = _Counted(counter, model, [], [0])
+    total = kept.totals[-1]
+    for tokens in count_messages(counter, model, messages[len(kept.totals) - 1 :]):
+        total += tokens
+        kept.totals.append(total)
+    kept.inputs = list(messages)
+    if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
+        memo[_COUNTED] = kept
+    return total
+
+
+def _copies(memo: dict[str, Any] | None, messages: Sequence[Any]) -> dict[int, tuple[Any, Any]]:
+    """Cleared copies by the id of their original, kept across calls: a result cleared once is
+    sent as the same object from then on (its bytes cannot drift, its digest is cached)."""
+    if memo is None:
+        return {}
+    copies: dict[int, tuple[Any, Any]] = memo.setdefault(_COPIES, {})
+    if len(copies) > 2 * len(messages) + 64:  # originals no longer sent: let them go
+        live = set(map(id, messages))
+        for key in [key for key in copies if key not in live]:
+            del copies[key]
+    return copies
+
+
+_COUNTED = "clear_tool_results:tokens"
+_COPIES = "clear_tool_results:copies"
+
+
+def _clear(
+    messages: Messages, index: ToolIndex, opts: _Options, copies: dict[int, tuple[Any, Any]]
+) -> tuple[Messages, int]:
     """The prompt with the old results cleared, and how many results changed."""
     candidates = index.calls[: len(index.calls) - opts.keep]
     out = list(messages)
@@ -127,13 +164,22 @@ def _clear(messages: Messages, index: ToolIndex, opts: _Options) -> tuple[Messag
             continue
         result = messages[call.result_index]
         if result.get("content") != opts.placeholder:
-            out[call.result_index] = {**result, "content": opts.placeholder}
+            out[call.result_index] = _cleared(result, opts.placeholder, copies)
             cleared += 1
         if opts.clear_tool_inputs:
             inputs.setdefault(call.call_index, set()).add(call.id)
     for i, ids in inputs.items():
         out[i] = _without_arguments(messages[i], ids)
     return out, cleared
+
+
+def _cleared(result: Message, placeholder: str, copies: dict[int, tuple[Any, Any]]) -> Message:
+    kept = copies.get(id(result))
+    if kept is not None and kept[0] is result and kept[1]["content"] == placeholder:
+        return kept[1]  # type: ignore[no-any-return]  # stored below: a Message
+    copy = {**result, "content": placeholder}
+    copies[id(result)] = (result, copy)
+    return copy
 
 
 def _without_arguments(message: Message, ids: set[str]) -> Message:

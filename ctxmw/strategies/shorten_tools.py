@@ -18,16 +18,20 @@ from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["shorten_tools"]
 
+NAME = "shorten_tools"
 
-@register_strategy("shorten_tools")
+
+@register_strategy(NAME)
 def shorten_tools(messages: Messages, ctx: StrategyContext) -> Messages:
     """Keep the newest tool calls full, compact older ones, drop the oldest; every call anew."""
-    index = index_tools(messages, ctx.memo, "shorten_tools")
+    index = index_tools(messages, ctx.memo, NAME)
     if not index.calls:
         return messages
     calls, results = _regions(messages, index, ctx.settings)
-    out, counts = render(messages, index, calls, results, ctx.settings, notice=False)
-    ctx.stats["shorten_tools"] = asdict(counts)
+    out, counts = render(
+        messages, index, calls, results, ctx.settings, notice=False, memo=ctx.memo, owner=NAME
+    )
+    ctx.stats[NAME] = asdict(counts)
     return out
 
 

@@ -19,40 +19,39 @@ model than the previous call's): then the rewrite is free.
 
 Sizes are estimated from characters (four per token), which is all a decision needs; ``ctxmw
 replay`` measures the real tokens. Each past call point's decision depends only on the
-transcript before it, so decisions are re-derived at every call and a resumed or stateless
-conversation gets the same boundaries; cold-cache moves are remembered in the session's memo.
+transcript before it, so a resumed or stateless conversation gets the same boundaries; the
+conversation's memo keeps the sizes and the fold's state per call point
+(:mod:`ctxmw.strategies._economic_memo`), so a call only decides the points past the first
+message that changed. Cold-cache moves are remembered in the memo too.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
-from collections.abc import Collection, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
-from itertools import accumulate
 from typing import Any
 
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
+from ctxmw.strategies._economic_memo import CHARS_PER_TOKEN, FoldState, SizeTable, resume_fold
 from ctxmw.strategies._economics import DEFAULT_TTL, Economics, economics
 from ctxmw.strategies._epochs import EpochPlan, apply_plan
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DEFAULT_TTL",
     "Economics",
-    "Schedule",
     "Sizes",
     "boundary_plan",
-    "decide",
     "economic_moves",
     "economics",
     "shorten_tools_economic",
 ]
 
 NAME = "shorten_tools_economic"
-CHARS_PER_TOKEN = 4
-_MARKER = 48  # what the compacted form adds beside the kept characters ("[compacted: ...]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,82 +87,14 @@ class Sizes:
 
 def measure(messages: Sequence[Any], index: ToolIndex, settings: Settings) -> Sizes:
     """The :class:`Sizes` of ``messages`` (characters / 4)."""
-    other = [0.0] * len(messages)
-    full = [0.0] * len(index.calls)
-    compacted = [0.0] * len(index.calls)
-    out_cap, arg_cap = (
-        settings.short_output_length + _MARKER,
-        settings.short_string_length + _MARKER,
-    )
-    for i, msg in enumerate(messages):
-        other[i] = 4 + _chars(msg.get("content") if msg.get("role") != "tool" else None)
-        f = index.result_of.get(i)
-        if f is not None:
-            size = _chars(msg.get("content"))
-            full[f - 1] += size
-            compacted[f - 1] += min(size, out_cap)
-        for tc, f in zip(msg.get("tool_calls") or (), index.groups.get(i, ()), strict=False):
-            if f is not None and isinstance(tc, dict):
-                size = len(str((tc.get("function") or {}).get("arguments") or ""))
-                full[f - 1] += size
-                compacted[f - 1] += min(size, arg_cap)
-    first = min(index.groups, default=len(messages))
-    cum_other = [c / CHARS_PER_TOKEN for c in accumulate(other, initial=0.0)]
-    return Sizes(
-        [call.result_index for call in index.calls],
-        cum_other,
-        [c / CHARS_PER_TOKEN for c in accumulate(full, initial=0.0)],
-        [c / CHARS_PER_TOKEN for c in accumulate(compacted, initial=0.0)],
-        cum_other[first],
-    )
+    table = SizeTable.for_settings(settings)
+    table.extend(messages, index)
+    return _sizes(table, messages, index)
 
 
-def _chars(content: Any) -> int:
-    if isinstance(content, str):
-        return len(content)
-    if isinstance(content, list):
-        return sum(len(str(p.get("text") or "")) if isinstance(p, dict) else 0 for p in content)
-    return 0
-
-
-@dataclass(frozen=True, slots=True)
-class Schedule:
-    """The economic schedule's state after a call point.
-
-    Attributes:
-        boundary: completed calls before the boundary (0: it never moved).
-        rent: what carrying the reclaimable tokens has cost since the last move.
-    """
-
-    boundary: int = 0
-    rent: float = 0.0
-
-
-def decide(
-    state: Schedule, sizes: Sizes, point: int, econ: Economics, settings: Settings, cold: bool
-) -> Schedule:
-    """One call point's decision: the state after ``point`` (a moved boundary or more rent).
-
-    Args:
-        state: the schedule before this call point.
-        sizes: the transcript's estimated sizes.
-        point: the call point (messages sent).
-        econ: the prices and limits.
-        settings: the tiers and the break-even factor.
-        cold: the cache is cold at this call point (the move is free).
-    """
-    n = sizes.calls_before(point)
-    stay = sizes.prompt(point, state.boundary, settings)
-    moved = sizes.prompt(point, n, settings)
-    if moved >= stay:
-        return state
-    # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
-    rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
-    purchase = max(moved - (sizes.head if econ.head_read else 0.0), 0.0) * (econ.write - econ.read)
-    forced = stay > econ.limit or cold or not econ.caches(stay)
-    if forced or rent >= settings.economic_break_even * purchase:
-        return Schedule(n)
-    return Schedule(state.boundary, rent)
+def _sizes(table: SizeTable, messages: Sequence[Any], index: ToolIndex) -> Sizes:
+    first = next(iter(index.groups), len(messages))  # groups are keyed in message order
+    return Sizes(table.results_at, table.other, table.full, table.compacted, table.other[first])
 
 
 def economic_moves(
@@ -182,13 +113,37 @@ def economic_moves(
         settings: the tiers and the break-even factor.
         cold: call points whose cache is cold (the move there is free).
     """
-    state, moves = Schedule(), []
+    state, moves = FoldState(), []
     for point in points:
-        after = decide(state, sizes, point, econ, settings, point in cold)
-        if after.boundary != state.boundary:
+        after = _step(state, point, sizes, econ, settings, cold)
+        if after.moves > state.moves:
             moves.append((point, after.boundary))
         state = after
     return moves
+
+
+def _step(
+    state: FoldState,
+    point: int,
+    sizes: Sizes,
+    econ: Economics,
+    settings: Settings,
+    cold: Collection[int],
+) -> FoldState:
+    """The decision at one call point: the fold's state after it (pure)."""
+    n = sizes.calls_before(point)
+    stay = sizes.prompt(point, state.boundary, settings)
+    moved = sizes.prompt(point, n, settings)
+    if moved >= stay:
+        return state
+    # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
+    rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
+    # A breakpoint cache rewrites the head too: no mark sits at its end.
+    purchase = max(moved - (sizes.head if econ.head_read else 0.0), 0.0) * (econ.write - econ.read)
+    forced = stay > econ.limit or point in cold or not econ.caches(stay)
+    if forced or rent >= settings.economic_break_even * purchase:
+        return FoldState(n, 0.0, state.moves + 1, state.boundary)
+    return FoldState(state.boundary, rent, state.moves, state.previous)
 
 
 def boundary_plan(
@@ -209,24 +164,24 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         return messages
     econ = economics(ctx.model, s)
     cold = _cold_points(messages, ctx, econ)
-    points = [*_call_points(messages), len(messages)]
-    moves = economic_moves(measure(messages, index, s), points, econ, s, cold)
-    if not moves:
+    key = (econ, s.economic_full_tool_calls, s.economic_compacted_tool_calls, s.economic_break_even)
+
+    def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
+        sizes = _sizes(table, messages, index)
+        return lambda state, point: _step(state, point, sizes, econ, s, cold)
+
+    _, fold = resume_fold(messages, index, s, key, cold, ctx.memo, f"{NAME}:fold", make_step)
+    if not fold.moves:
         return messages
-    previous = moves[-2][1] if len(moves) > 1 else 0
-    plan = boundary_plan(len(index.calls), moves[-1][1], previous, len(moves), s)
+    plan = boundary_plan(len(index.calls), fold.boundary, fold.previous, fold.moves, s)
     out = apply_plan(messages, index, plan, ctx, NAME)
     ctx.stats[NAME].update(
         rule=econ.rule,
-        moves=len(moves),
+        moves=fold.moves,
         cold=len(messages) in cold,
         full_tool_calls=s.economic_full_tool_calls,
     )
     return out
-
-
-def _call_points(messages: Sequence[Any]) -> list[int]:
-    return [i for i, m in enumerate(messages) if i > 0 and m.get("role") == "assistant"]
 
 
 def _cold_points(messages: Messages, ctx: StrategyContext, econ: Economics) -> set[int]:

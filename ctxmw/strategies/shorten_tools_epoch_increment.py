@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 from ctxmw.messages.pairs import index_tools
 from ctxmw.settings import Settings
-from ctxmw.strategies._epochs import EpochPlan, apply_plan, repeat_positions
+from ctxmw.strategies._epochs import EpochPlan, apply_plan
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
@@ -22,7 +22,7 @@ __all__ = ["increment_epoch_plan", "shorten_tools_epoch_increment"]
 def shorten_tools_epoch_increment(messages: Messages, ctx: StrategyContext) -> Messages:
     """Compact and drop old tool calls in growing epochs; cache-friendly and bounded."""
     index = index_tools(messages, ctx.memo, "shorten_tools_epoch_increment")
-    plan = increment_epoch_plan(len(index.calls), repeat_positions(index.calls), ctx.settings)
+    plan = increment_epoch_plan(len(index.calls), index.repeats(), ctx.settings)
     if plan is None:
         return messages
     return apply_plan(messages, index, plan, ctx, "shorten_tools_epoch_increment")

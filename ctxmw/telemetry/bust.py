@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ctxmw.messages.canonical import DigestCache
+from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.prefix import common_prefix_length
 
 __all__ = [
@@ -60,14 +61,28 @@ class CallShape:
 
 
 def call_shape(
-    cache: DigestCache,
+    cache: DigestSlots | DigestCache,
     tools: bytes,
     transcript: Sequence[Mapping[str, Any]],
     trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+    *,
+    side: bool = False,
 ) -> CallShape:
-    """Digest a call's transcript and each traced strategy output (cached by identity)."""
-    stages = [(name, cache.digests(output)) for name, output in trace or ()]
-    return CallShape(tools, cache.digests(transcript), stages)
+    """Digest a call's transcript and each traced strategy output.
+
+    With :class:`~ctxmw.telemetry.digests.DigestSlots` (the recorder's) each list is compared
+    with the previous call's list of the same place and only changed messages are digested;
+    ``side`` keeps a side call's (a summary's) lists apart from the agent's.
+    """
+    if isinstance(cache, DigestCache):
+        stages = [(name, cache.digests(output)) for name, output in trace or ()]
+        return CallShape(tools, cache.digests(transcript), stages)
+    where = "side:" if side else ""
+    stages = [
+        (name, cache.digests(f"{where}stage:{i}:{name}", output).digests)
+        for i, (name, output) in enumerate(trace or ())
+    ]
+    return CallShape(tools, cache.digests(f"{where}transcript", transcript).digests, stages)
 
 
 def attribute_bust(

@@ -10,21 +10,27 @@ Such a cache also holds the tokens it generated for the previous call: when this
 extends the previous one with exactly the reply the previous call got (see :meth:`note_reply`),
 that message is counted as ``reply_tokens``.
 
-Cost per call: a digest lookup per message (by object identity, see ``canonical``), a list
-comparison of digests, and tokenizing only the messages whose canonical bytes were never counted
-before. Old messages are never recounted; cumulative sums of the common part are reused.
+Cost per call grows with the messages that are new since the previous call: the payload is
+compared with the previous one by object identity in C (see :mod:`~ctxmw.telemetry.digests`),
+only the messages whose object changed are digested, only digests never counted are tokenized,
+the cumulative sums of the common part are reused, and the payload digest extends the previous
+one's hash state when the previous payload is a prefix of this one. What is held between calls
+is the last payload (a list of references), its digests and counts, and a token memo bounded
+by the payload's size.
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
+from array import array
 from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
-from ctxmw.messages.canonical import DigestCache, payload_digest, tools_digest
+from ctxmw.messages.canonical import tools_digest
 from ctxmw.messages.form import layer_of, role_of
 from ctxmw.telemetry.counters import (
     LiteLLMCounter,
@@ -32,7 +38,10 @@ from ctxmw.telemetry.counters import (
     template_tools_tokens,
     text_tokens,
 )
+from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.marks import injected_indices, within_lookback
+
+_DIGEST_SIZE = 16  # canonical.payload_digest's
 
 __all__ = [
     "PrefixResult",
@@ -88,7 +97,7 @@ class PrefixResult:
     payload_digest: str
     message_digests: list[bytes] = field(repr=False)
     layer_tokens: dict[str, int] = field(default_factory=dict)
-    cumulative_tokens: list[int] = field(default_factory=lambda: [0], repr=False)
+    cumulative_tokens: Sequence[int] = field(default_factory=lambda: [0], repr=False)
     tools_tokens: int = 0
     partial_tokens: int = 0
     reply_tokens: int = 0
@@ -100,13 +109,19 @@ class PrefixResult:
 class _Snapshot:
     messages: Sequence[Mapping[str, Any]]
     digests: list[bytes]
-    cumulative: list[int]  # cumulative[i] = tokens of messages[:i]
-    layers: list[tuple[int, int, int]]  # system, tool results, the rest: over messages[:i]
-    last_user: list[int]  # last_user[i] = index of the newest user message in messages[:i]
+    # Machine-integer arrays, not lists of int objects: 8 bytes per message each.
+    cumulative: array[int]  # cumulative[i] = tokens of messages[:i]
+    layers: array[int]  # [3i:3i+3]: system, tool results, the rest, over messages[:i]
+    last_user: array[int]  # last_user[i] = index of the newest user message in messages[:i]
     tools: bytes
     tools_tokens: int
     tools_marked: bool
     marked: frozenset[int]
+    hashed: Any = None  # blake2b state over tools + digests (None: not kept)
+
+
+# Slack of the token memo past the payload's own messages before it is trimmed to them.
+_MEMO_SLACK = 256
 
 
 class PrefixTracker:
@@ -114,15 +129,17 @@ class PrefixTracker:
 
     Args:
         counter: counts tokens; defaults to litellm's ``token_counter``.
-        digests: the digest cache to share with other per-call bookkeeping; the tracker rotates
-            it at the end of each ``observe``.
+        digests: the digest slots to share with other per-call bookkeeping (the recorder's
+            transcript and strategy outputs); the tracker ends the call at the end of each
+            ``observe``.
     """
 
     def __init__(
-        self, counter: TokenCounter | None = None, digests: DigestCache | None = None
+        self, counter: TokenCounter | None = None, digests: DigestSlots | None = None
     ) -> None:
         self._counter: TokenCounter = counter if counter is not None else LiteLLMCounter()
-        self._digests = digests if digests is not None else DigestCache()
+        self._digests = digests if digests is not None else DigestSlots()
+        self._tools_key: tuple[object, tuple[int, ...], bytes] | None = None
         self._tokens: dict[bytes, int] = {}
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: _Snapshot | None = None
@@ -137,6 +154,22 @@ class PrefixTracker:
         """Tokens of the payload kept for the next call's comparison (its messages are held)."""
         prev = self._previous
         return 0 if prev is None else prev.tools_tokens + prev.cumulative[-1]
+
+    @property
+    def held_counts(self) -> int:
+        """Token counts memoised per message digest (bounded by the payload's size)."""
+        return len(self._tokens)
+
+    def tools_digest(self, tools: Sequence[Mapping[str, Any]] | None) -> bytes:
+        """The tools list's digest, serialised again only when another list (or other tool
+        objects) is passed; like a message, a tool edited in place is not re-read."""
+        key = self._tools_key
+        ids = tuple(map(id, tools or ()))
+        if key is not None and key[0] is tools and key[1] == ids:
+            return key[2]
+        digest = tools_digest(tools)
+        self._tools_key = (tools, ids, digest)
+        return digest
 
     def observe(
         self,
@@ -160,17 +193,18 @@ class PrefixTracker:
                 previous one, not against this.
         """
         prev = self._previous
-        digests = self._digests.digests(messages)
-        tdigest = tools_digest(tools)
+        view = self._digests.digests("payload" if remember else "side:payload", messages)
+        messages, digests = view.items, view.digests
+        tdigest = self.tools_digest(tools)
         common = common_prefix_length(prev.digests, digests) if prev is not None else 0
         tools_changed = prev is not None and prev.tools != tdigest
         if tools_changed:
             common = 0
         cumulative = self._cumulative(model, messages, digests, prev, common)
         layers, last_user = _layers(messages, cumulative, prev, common)
-        ttokens = self._count_tools(model, tools, tdigest, messages, template_tools)
+        ttokens = self._count_tools(model, tools, tdigest, view.has_system, template_tools)
         snapshot = _Snapshot(
-            list(messages),
+            messages,
             digests,
             cumulative,
             layers,
@@ -178,15 +212,14 @@ class PrefixTracker:
             tdigest,
             ttokens,
             _tools_marked(tools),
-            frozenset(
-                self._digests.marked_positions(messages)
-                | injected_indices(messages, injection_points)
-            ),
+            frozenset(view.marked_positions() | injected_indices(messages, injection_points)),
+            _hashed(prev, tdigest, digests, common, tools_changed),
         )
         result = self._result(model, prev, snapshot, common, tools_changed)
         if remember:
             self._previous = snapshot
-        self._digests.rotate()
+        self._trim_memo(digests)
+        self._digests.end_call("" if remember else "side:")
         return result
 
     def export(self) -> dict[str, Any] | None:
@@ -202,9 +235,9 @@ class PrefixTracker:
         return {
             "messages": [dict(m) for m in prev.messages],
             "digests": [d.hex() for d in prev.digests],
-            "cumulative": prev.cumulative,
-            "layers": [list(layer) for layer in prev.layers],
-            "last_user": prev.last_user,
+            "cumulative": list(prev.cumulative),
+            "layers": [list(prev.layers[i : i + 3]) for i in range(0, len(prev.layers), 3)],
+            "last_user": list(prev.last_user),
             "tools": prev.tools.hex(),
             "tools_tokens": prev.tools_tokens,
             "tools_marked": prev.tools_marked,
@@ -219,9 +252,9 @@ class PrefixTracker:
         self._previous = _Snapshot(
             list(data["messages"]),
             [bytes.fromhex(d) for d in data["digests"]],
-            [int(n) for n in data["cumulative"]],
-            [(int(a), int(b), int(c)) for a, b, c in data["layers"]],
-            [int(i) for i in data["last_user"]],
+            array("q", [int(n) for n in data["cumulative"]]),
+            array("q", [int(n) for layer in data["layers"] for n in layer]),
+            array("q", [int(i) for i in data["last_user"]]),
             bytes.fromhex(data["tools"]),
             int(data["tools_tokens"]),
             bool(data["tools_marked"]),
@@ -244,7 +277,7 @@ class PrefixTracker:
             broke=broke,
             tools_changed=tools_changed,
             marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
-            payload_digest=payload_digest(cur.tools, cur.digests),
+            payload_digest=cur.hashed.hexdigest(),
             message_digests=cur.digests,
             layer_tokens=_layer_totals(cur),
             cumulative_tokens=cur.cumulative,
@@ -277,9 +310,9 @@ class PrefixTracker:
         digests: list[bytes],
         prev: _Snapshot | None,
         common: int,
-    ) -> list[int]:
+    ) -> array[int]:
         # The common part's sums are the previous call's: only the rest is looked up and added.
-        head = prev.cumulative[: common + 1] if prev is not None else [0]
+        head = prev.cumulative[: common + 1] if prev is not None else array("q", [0])
         counts = [self._count(model, messages[i], digests[i]) for i in range(common, len(digests))]
         tail = accumulate(counts, initial=head[-1])
         next(tail)
@@ -293,17 +326,23 @@ class PrefixTracker:
             self._tokens[digest] = tokens
         return tokens
 
+    def _trim_memo(self, digests: list[bytes]) -> None:
+        # Counts of messages no longer sent go once they outnumber the payload's own (amortised:
+        # a call does not pay for a copy of the memo).
+        if len(self._tokens) > 2 * len(digests) + _MEMO_SLACK:
+            tokens = self._tokens
+            self._tokens = {d: tokens[d] for d in set(digests) if d in tokens}
+
     def _count_tools(
         self,
         model: str,
         tools: Sequence[Mapping[str, Any]] | None,
         digest: bytes,
-        messages: Sequence[Mapping[str, Any]],
+        has_system: bool,
         template: bool,
     ) -> int:
         if not tools:
             return 0
-        has_system = self._digests.has_system(messages)
         key = (model, digest, has_system, template)
         if key not in self._tools_tokens:
             self._tools_tokens[key] = (
@@ -316,30 +355,45 @@ class PrefixTracker:
 
 def _layers(
     messages: Sequence[Mapping[str, Any]],
-    cumulative: list[int],
+    cumulative: array[int],
     prev: _Snapshot | None,
     common: int,
-) -> tuple[list[tuple[int, int, int]], list[int]]:
+) -> tuple[array[int], array[int]]:
     """Per-layer running sums and the newest user message, extended past the common prefix."""
-    layers = prev.layers[: common + 1] if prev is not None else [(0, 0, 0)]
-    last_user = prev.last_user[: common + 1] if prev is not None else [-1]
+    layers = prev.layers[: 3 * (common + 1)] if prev is not None else array("q", [0, 0, 0])
+    last_user = prev.last_user[: common + 1] if prev is not None else array("q", [-1])
     for i in range(common, len(messages)):
         tokens = cumulative[i + 1] - cumulative[i]
-        system, tool, rest = layers[-1]
+        system, tool, rest = layers[-3:]
         # The newest user message's tokens move from history to current in _layer_totals.
         layer = layer_of(messages[i], current=False)
         if layer == "system":
-            layers.append((system + tokens, tool, rest))
+            layers.extend((system + tokens, tool, rest))
         elif layer == "tool_results":
-            layers.append((system, tool + tokens, rest))
+            layers.extend((system, tool + tokens, rest))
         else:
-            layers.append((system, tool, rest + tokens))
+            layers.extend((system, tool, rest + tokens))
         last_user.append(i if role_of(messages[i]) == "user" else last_user[-1])
     return layers, last_user
 
 
+def _hashed(
+    prev: _Snapshot | None, tools: bytes, digests: list[bytes], common: int, tools_changed: bool
+) -> Any:
+    """The payload's hash state: the previous one extended when the previous payload is a
+    prefix of this one (the usual call), else hashed from the start."""
+    extends = prev is not None and not tools_changed and common == len(prev.digests)
+    if prev is not None and prev.hashed is not None and extends:
+        hashed = prev.hashed.copy()
+        hashed.update(b"".join(digests[common:]))
+        return hashed
+    hashed = hashlib.blake2b(tools, digest_size=_DIGEST_SIZE)
+    hashed.update(b"".join(digests))
+    return hashed
+
+
 def _layer_totals(cur: _Snapshot) -> dict[str, int]:
-    system, tool, rest = cur.layers[-1]
+    system, tool, rest = cur.layers[-3:]
     newest = cur.last_user[-1]
     current = cur.cumulative[newest + 1] - cur.cumulative[newest] if newest >= 0 else 0
     return {"system": system, "history": rest - current, "tool_results": tool, "current": current}

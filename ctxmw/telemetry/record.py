@@ -11,11 +11,10 @@ import json
 import logging
 import os
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
 
-import aiofiles
 import anyio
 
 from ctxmw.telemetry.alerts import Alert
@@ -101,7 +100,9 @@ class CallRecord:
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
-        data = asdict(self)
+        # What dataclasses.asdict gives (nested containers copied), without its per-value
+        # dispatch: this runs twice per call (the alert rules, then the ledger line).
+        data = {name: _copied(getattr(self, name)) for name in _FIELDS}
         data["strategies"] = list(self.strategies)
         data["cache_marks"] = None if self.cache_marks is None else list(self.cache_marks)
         data["alerts"] = list(self.alerts)
@@ -110,6 +111,17 @@ class CallRecord:
     def to_json(self) -> str:
         """One ledger line, without the newline."""
         return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+
+
+_FIELDS = tuple(f.name for f in fields(CallRecord))
+
+
+def _copied(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {key: _copied(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(_copied(item) for item in value)
+    return value
 
 
 def ledger_path(save_file: str | os.PathLike[str]) -> Path:
@@ -176,17 +188,25 @@ class LedgerWriter:
         self._lock = anyio.Lock()
 
     async def write(self, record: CallRecord) -> None:
-        """Append one record: one ``write`` of the whole line, after a torn tail's newline."""
+        """Append one record: one ``write`` of the whole line, after a torn tail's newline.
+
+        The whole append (open, look at the last byte, write, close) is one trip to a worker
+        thread: a trip per file operation made each call wait for the thread pool several
+        times, which a thousand concurrent sessions feel.
+        """
         data = (record.to_json() + "\n").encode()
         async with self._lock:
-            await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
-            async with aiofiles.open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:
-                size = await handle.seek(0, os.SEEK_END)
-                if size and await handle.seek(size - 1) >= 0 and await handle.read(1) != b"\n":
-                    data = b"\n" + data
-                view = memoryview(data)
-                while view:
-                    view = view[await handle.write(view) or 0 :]
+            await anyio.to_thread.run_sync(self._append, data)
+
+    def _append(self, data: bytes) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        with open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:
+            size = handle.seek(0, os.SEEK_END)
+            if size and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n":
+                data = b"\n" + data
+            view = memoryview(data)
+            while view:
+                view = view[handle.write(view) or 0 :]
 
 
 def _owner_only(path: str, flags: int) -> int:

@@ -33,7 +33,6 @@ import anyio
 
 from ctxmw.context.budget import Budget
 from ctxmw.context.tokens import input_window
-from ctxmw.messages.canonical import DigestCache, tools_digest
 from ctxmw.settings import Settings
 from ctxmw.telemetry.alerts import AlertRules, AlertState
 from ctxmw.telemetry.bust import (
@@ -44,6 +43,7 @@ from ctxmw.telemetry.bust import (
     shape_to_json,
 )
 from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.marks import payload_marks
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
@@ -96,7 +96,7 @@ class CallRecorder:
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
         self.ledger = LedgerWriter(ledger_path(save_file)) if save_file is not None else None
-        self._digests = DigestCache()
+        self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
         self._shape: CallShape | None = None
         self._seen = 0
@@ -112,6 +112,11 @@ class CallRecorder:
     def held_tokens(self) -> int:
         """Tokens of the last payload this recorder keeps (for the next call's prefix)."""
         return self._tracker.held_tokens
+
+    @property
+    def held_counts(self) -> int:
+        """Token counts this recorder memoises per message (bounded by the payload's size)."""
+        return self._tracker.held_counts
 
     @property
     def ledger_path(self) -> Path | None:
@@ -216,7 +221,13 @@ class CallRecorder:
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
-        shape = call_shape(self._digests, tools_digest(tools), transcript, trace)
+        shape = call_shape(
+            self._digests,
+            self._tracker.tools_digest(tools),
+            transcript,
+            trace,
+            side=kind != "agent",
+        )
         prefix = await self._observe(
             model,
             messages,

@@ -1,0 +1,181 @@
+"""The economic schedule's per-conversation memo: sizes and the boundary fold, resumable.
+
+The schedule is a fold over call points: each point's decision depends only on the transcript
+before it and on the fold's state after the previous point. So the memo keeps, beside the input
+it was derived from, the estimated sizes (running sums per message and per call) and the fold's
+state after every call point. A call re-derives only past the first message that changed (and
+past a call point whose cache turned cold since); the decision itself is the strategy's own pure
+``step`` function, passed in.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left, bisect_right
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
+from ctxmw.messages.pairs import ToolIndex
+from ctxmw.settings import Settings
+
+__all__ = ["CHARS_PER_TOKEN", "FoldState", "SizeTable", "resume_fold"]
+
+CHARS_PER_TOKEN = 4
+_MARKER = 48  # what the compacted form adds beside the kept characters ("[compacted: ...]")
+
+
+@dataclass(frozen=True, slots=True)
+class FoldState:
+    """The boundary fold after one call point.
+
+    Attributes:
+        boundary: completed calls before the boundary (0: none yet).
+        rent: rent paid since the boundary last moved.
+        moves: how many times it moved.
+        previous: the boundary before the last move.
+    """
+
+    boundary: int = 0
+    rent: float = 0.0
+    moves: int = 0
+    previous: int = 0
+
+
+@dataclass(slots=True)
+class SizeTable:
+    """Running sums of estimated tokens (characters / 4), extended message by message.
+
+    ``other[i]``: what messages ``[:i]`` always show; ``full[f]`` / ``compacted[f]``: calls
+    ``1..f`` shown full / compacted; ``results_at[f - 1]``: message index of call ``f``'s
+    result. Division by four is exact in binary floating point, so a running sum continued
+    from a stored value equals the sum taken afresh.
+    """
+
+    caps: tuple[int, int]
+    results_at: list[int] = field(default_factory=list)
+    other: list[float] = field(default_factory=lambda: [0.0])
+    full: list[float] = field(default_factory=lambda: [0.0])
+    compacted: list[float] = field(default_factory=lambda: [0.0])
+
+    @classmethod
+    def for_settings(cls, settings: Settings) -> SizeTable:
+        """An empty table with the compacted caps of ``settings``."""
+        return cls((settings.short_output_length + _MARKER, settings.short_string_length + _MARKER))
+
+    def cut(self, start: int, calls: int) -> None:
+        """Forget messages ``start..`` and calls ``calls + 1..``."""
+        del self.other[start + 1 :]
+        del self.results_at[calls:]
+        del self.full[calls + 1 :]
+        del self.compacted[calls + 1 :]
+
+    def extend(self, messages: Sequence[Any], index: ToolIndex) -> None:
+        """Add the messages and calls past those already summed."""
+        other = self.other
+        total = other[-1] * CHARS_PER_TOKEN
+        for i in range(len(other) - 1, len(messages)):
+            msg = messages[i]
+            total += 4 + _chars(msg.get("content") if msg.get("role") != "tool" else None)
+            other.append(total / CHARS_PER_TOKEN)
+        out_cap, arg_cap = self.caps
+        full, compacted = self.full[-1] * CHARS_PER_TOKEN, self.compacted[-1] * CHARS_PER_TOKEN
+        for call in index.calls[len(self.results_at) :]:
+            result = _chars(messages[call.result_index].get("content"))
+            args = len(str(call.arguments or ""))
+            # Summed as measured before: the arguments (their group comes first), then the result.
+            full += 0.0 + args + result
+            compacted += 0.0 + min(args, arg_cap) + min(result, out_cap)
+            self.full.append(full / CHARS_PER_TOKEN)
+            self.compacted.append(compacted / CHARS_PER_TOKEN)
+            self.results_at.append(call.result_index)
+
+
+@dataclass(slots=True)
+class _Memo:
+    key: tuple[Any, ...]
+    inputs: list[Any]
+    table: SizeTable
+    points: list[int]  # assistant call points folded so far, ascending
+    states: list[FoldState]  # the fold after each of them
+    cold: frozenset[int]
+
+
+Step = Callable[[FoldState, int], FoldState]
+
+
+def resume_fold(
+    messages: Sequence[Any],
+    index: ToolIndex,
+    settings: Settings,
+    key: tuple[Any, ...],
+    cold: Collection[int],
+    memo: dict[str, Any] | None,
+    slot: str,
+    make_step: Callable[[SizeTable], Step],
+) -> tuple[SizeTable, FoldState]:
+    """The sizes of ``messages`` and the fold after its last call point (``len(messages)``).
+
+    Args:
+        messages: the transcript.
+        index: its tool index.
+        settings: the tiers and lengths.
+        key: everything else a decision depends on (prices, limits, settings): a change
+            starts the fold afresh.
+        cold: call points whose cache is cold.
+        memo: the conversation's memo (None: compute everything).
+        slot: the memo key.
+        make_step: the decision of one call point, given the sizes.
+    """
+    kept = memo.get(slot) if memo is not None else None
+    state = _resumed(kept, messages, key, cold) if isinstance(kept, _Memo) else None
+    if state is None:
+        state = _Memo(key, [], SizeTable.for_settings(settings), [], [], frozenset())
+    state.table.extend(messages, index)
+    step = make_step(state.table)
+    fold = state.states[-1] if state.states else FoldState()
+    start = state.points[-1] + 1 if state.points else 1
+    for i in range(start, len(messages)):
+        if messages[i].get("role") == "assistant":
+            fold = step(fold, i)
+            state.points.append(i)
+            state.states.append(fold)
+    last = step(fold, len(messages))
+    state.inputs, state.cold = list(messages), frozenset(cold)
+    if memo is not None:
+        if len(messages) <= MAX_MEMO_MESSAGES:
+            memo[slot] = state
+        else:
+            memo.pop(slot, None)
+    return state.table, last
+
+
+def _resumed(
+    kept: _Memo, messages: Sequence[Any], key: tuple[Any, ...], cold: Collection[int]
+) -> _Memo | None:
+    """``kept`` cut back to what still holds for ``messages``, or None."""
+    if kept.key != key:
+        return None
+    start = resume_point(messages, common_prefix(kept.inputs, messages))
+    turned = [p for p in cold if p not in kept.cold]
+    if turned:
+        start = min(start, min(turned))
+    if start <= 0:
+        return None
+    kept.table.cut(start, bisect_left(kept.table.results_at, start))
+    # A point's decision reads messages[:point]: points up to the resume point still hold,
+    # except one whose cache has turned cold since.
+    n = bisect_right(kept.points, start)
+    if turned and n and kept.points[n - 1] == start:
+        n -= 1
+    del kept.points[n:]
+    del kept.states[n:]
+    return kept
+
+
+def _chars(content: Any) -> int:
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, list):
+        return sum(len(str(p.get("text") or "")) if isinstance(p, dict) else 0 for p in content)
+    return 0

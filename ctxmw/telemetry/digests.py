@@ -1,0 +1,148 @@
+"""Per-message digests of one session's calls, computed only for the messages that are new.
+
+A call is made of a few lists: the caller's transcript, each strategy's output, the payload
+sent. Each has a *slot* holding what the previous call's list of that name was: the list itself
+(references: its messages are mostly the transcript's own dicts, alive anyway) and, per position,
+the digest, whether the message is a system message and whether it carries a ``cache_control``
+mark. A new list is compared with its slot by identity, position by position, in C
+(``map(operator.is_)``); only the positions whose object changed are looked at in Python: a
+message already digested in this call (the same dict in the transcript, a strategy's output and
+the payload) is reused, and only never-seen objects are serialised. When a list moved (a message
+removed or inserted before others) the slot is searched by object identity once.
+
+Nothing outlives the next call of the same slot: memory stays one call's lists per slot, not a
+cache of every message object ever seen (the old identity cache kept up to twice the live ones
+plus a thousand). Equality alone never reuses a digest: two equal dicts may differ in key order,
+which the provider sees.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from itertools import compress
+from operator import is_, not_
+from typing import Any
+
+from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.messages.normal import normal_message
+
+__all__ = ["DigestSlots", "SlotView"]
+
+_DIGEST_SIZE = 16
+# Past this many changed positions, one identity index of the previous list is cheaper than
+# digesting the moved messages again.
+_REINDEX = 32
+
+
+@dataclass(frozen=True, slots=True)
+class SlotView:
+    """One list's per-message facts, as :meth:`DigestSlots.digests` computed them.
+
+    Attributes:
+        items: the list (held until the slot's next call).
+        digests: per-message digests (shared: do not modify).
+        system: per message, 1 for a system message.
+        marked: per message, 1 when it carries a ``cache_control`` mark.
+    """
+
+    items: list[Any]
+    digests: list[bytes]
+    system: bytearray
+    marked: bytearray
+
+    @property
+    def has_system(self) -> bool:
+        """Whether any message of the list is a system message."""
+        return 1 in self.system
+
+    def marked_positions(self) -> set[int]:
+        """Indices of the messages that carry a ``cache_control`` mark."""
+        found: set[int] = set()
+        at = self.marked.find(1)
+        while at >= 0:
+            found.add(at)
+            at = self.marked.find(1, at + 1)
+        return found
+
+
+class DigestSlots:
+    """The slots of one session (see the module docstring). Call :meth:`end_call` once a call."""
+
+    def __init__(self) -> None:
+        self._slots: dict[str, SlotView] = {}
+        self._fresh: dict[int, tuple[bytes, int, int]] = {}
+        self._lists: dict[int, tuple[object, SlotView]] = {}
+        self._used: set[str] = set()
+
+    def digests(self, slot: str, messages: Sequence[Mapping[str, Any]]) -> SlotView:
+        """The facts of ``messages``, remembered as ``slot``'s list for the next call."""
+        self._used.add(slot)
+        known = self._lists.get(id(messages))
+        if known is not None and known[0] is messages and len(known[1].items) == len(messages):
+            self._slots[slot] = known[1]  # the same list twice in one call (a strategy passed)
+            return known[1]
+        # A copy: the caller may extend its own list in place before the next call.
+        view = self._build(self._slots.get(slot), list(messages))
+        self._slots[slot] = view
+        self._lists[id(messages)] = (messages, view)
+        return view
+
+    def end_call(self, prefix: str = "") -> None:
+        """End a call: forget the call's own lookups, and the slots named ``prefix...`` that
+        this call did not use (a strategy no longer in the chain)."""
+        for name in [n for n in self._slots if n.startswith(prefix) and n not in self._used]:
+            del self._slots[name]
+        self._fresh.clear()
+        self._lists.clear()
+        self._used.clear()
+
+    def _build(self, old: SlotView | None, items: list[Any]) -> SlotView:
+        n = len(items)
+        if old is None:
+            view = SlotView(items, [b""] * n, bytearray(n), bytearray(n))
+            self._fill(view, range(n), None)
+            return view
+        same = list(map(is_, old.items, items))
+        changed = [*compress(range(len(same)), map(not_, same)), *range(len(same), n)]
+        digests = old.digests[:n]
+        digests.extend([b""] * (n - len(digests)))
+        system, marked = old.system[:n], old.marked[:n]
+        system.extend(bytes(n - len(system)))
+        marked.extend(bytes(n - len(marked)))
+        view = SlotView(items, digests, system, marked)
+        self._fill(view, changed, old if len(changed) > _REINDEX else None)
+        return view
+
+    def _fill(self, view: SlotView, positions: Sequence[int], old: SlotView | None) -> None:
+        moved = {} if old is None else {id(item): j for j, item in enumerate(old.items)}
+        for i in positions:
+            message = view.items[i]
+            key = id(message)
+            facts = self._fresh.get(key)
+            if facts is None:
+                j = moved.get(key)
+                if j is not None and old is not None:
+                    facts = old.digests[j], old.system[j], old.marked[j]
+                else:
+                    facts = _facts(message)
+                self._fresh[key] = facts
+            view.digests[i], view.system[i], view.marked[i] = facts
+
+
+def _facts(message: Mapping[str, Any]) -> tuple[bytes, int, int]:
+    # The normal form: a message the caller re-sent in its own spelling is the same message.
+    digest = hashlib.blake2b(
+        canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
+    ).digest()
+    return digest, int(message.get("role") == "system"), int(_has_mark(message))
+
+
+def _has_mark(message: Mapping[str, Any]) -> bool:
+    if message.get("cache_control"):
+        return True
+    content = message.get("content")
+    return isinstance(content, list) and any(
+        isinstance(part, Mapping) and part.get("cache_control") for part in content
+    )
