@@ -20,13 +20,12 @@ what to record.
 from __future__ import annotations
 
 import difflib
-import itertools
-import operator
 from collections.abc import MutableMapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.errors import InvalidTranscriptError
+from ctxmw.messages._incremental import common_prefix
 from ctxmw.messages.normal import normal_key, same_message
 from ctxmw.types import Message, Messages
 
@@ -198,8 +197,8 @@ def plan_history(
 def _same_prefix(hint: Sequence[Message], given: Sequence[Message], limit: int) -> int:
     """How many leading messages of ``given`` are ``hint``'s (the same object, or equal)."""
     n = min(len(hint), len(given), limit)
-    # One pass in C: the first index where the two differ (``!=`` is cheap on the same object).
-    return next(itertools.compress(itertools.count(), map(operator.ne, hint[:n], given[:n])), n)
+    # In C: list comparison tries identity first (a dict's own ``!=`` walks its items).
+    return common_prefix(hint[:n], given[:n])
 
 
 def diff(
