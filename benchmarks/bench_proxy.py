@@ -90,6 +90,9 @@ def serve_upstream(port: int) -> None:
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
+    # socketserver's default backlog is 5: 200 concurrent connects overflow it, and a connection
+    # the kernel then drops hangs its request until the proxy's timeout.
+    ThreadingHTTPServer.request_queue_size = 1024
     server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
     server.daemon_threads = True
     server.serve_forever()
