@@ -21,28 +21,10 @@ from hypothesis import strategies as st
 from ctxmw import Settings, list_strategies, prepare_prompt, validate
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
-from tests.transcripts import call_points, transcripts
+from tests.transcripts import SMALL_WINDOWS, call_points, transcripts
 
 # Small windows so that generated transcripts of a few dozen calls cross many boundaries.
-SMALL = {
-    "epoch_tool_call_threshold": 4,
-    "epoch_size": 3,
-    "epoch_full_tool_calls": 2,
-    "epoch_compacted_tool_calls": 3,
-    "economic_full_tool_calls": 2,
-    "economic_compacted_tool_calls": 3,
-    "epoch_increment_epochs_per_increase": 2,
-    "epoch_increment_size_increase": 1,
-    "epoch_increment_repeat_increase": 2,
-    "epoch_increment_max_size": 8,
-    "epoch_increment_max_compacted_tool_calls": 8,
-    "full_tool_outputs": 2,
-    "max_tool_calls": 6,
-    "max_tool_chars": 600,
-    "short_string_length": 30,
-    "short_output_length": 60,
-    "clear_tool_results_trigger": 0,
-}
+SMALL = SMALL_WINDOWS
 # The folding strategies (compact, summarize) must not trigger here: they have their own
 # properties with tiny windows, and summarize would call a model.
 QUIET = {"context_window": 10**9}

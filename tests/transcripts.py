@@ -177,3 +177,25 @@ def _quarter(text: str) -> int:
 
 quarter_counter = LiteLLMCounter(text_tokens=_quarter)
 """A cheap deterministic token counter: litellm's framing, about four characters a token."""
+
+
+# Small windows so that generated transcripts of a few dozen calls cross many boundaries.
+SMALL_WINDOWS: dict[str, Any] = {
+    "epoch_tool_call_threshold": 4,
+    "epoch_size": 3,
+    "epoch_full_tool_calls": 2,
+    "epoch_compacted_tool_calls": 3,
+    "economic_full_tool_calls": 2,
+    "economic_compacted_tool_calls": 3,
+    "epoch_increment_epochs_per_increase": 2,
+    "epoch_increment_size_increase": 1,
+    "epoch_increment_repeat_increase": 2,
+    "epoch_increment_max_size": 8,
+    "epoch_increment_max_compacted_tool_calls": 8,
+    "full_tool_outputs": 2,
+    "max_tool_calls": 6,
+    "max_tool_chars": 600,
+    "short_string_length": 30,
+    "short_output_length": 60,
+    "clear_tool_results_trigger": 0,
+}
