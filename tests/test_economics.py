@@ -1,0 +1,53 @@
+"""The prices and limits the economic schedule decides with (ctxmw/strategies/_economics.py)."""
+
+from __future__ import annotations
+
+from ctxmw import Settings
+from ctxmw.strategies._economics import UNPRICED_READ_SHARE, WRITE_PREMIUM, economics
+
+
+def test_an_unpriced_model_gets_ratios_of_one_and_the_usual_read_discount() -> None:
+    econ = economics("openai/no-such-model-xyz", Settings(cache_rule="openai"))
+    assert econ.input == 1.0
+    assert econ.read == UNPRICED_READ_SHARE
+    assert econ.write == 1.0  # no write premium under automatic caching
+
+
+def test_breakpoints_charge_a_write_premium_and_rewrite_the_head() -> None:
+    econ = economics("openai/no-such-model-xyz", Settings(cache_rule="breakpoints"))
+    assert econ.write == WRITE_PREMIUM
+    assert not econ.head_read
+    assert economics("openai/no-such-model-xyz", Settings(cache_rule="openai")).head_read
+
+
+def test_under_none_every_token_costs_the_input_price_and_nothing_is_cached() -> None:
+    econ = economics("openai/no-such-model-xyz", Settings(cache_rule="none"))
+    assert econ.read == econ.write == econ.input
+    assert not econ.caches(10**9)
+
+
+def test_litellm_prices_are_used_where_it_has_them() -> None:
+    econ = economics("anthropic/claude-sonnet-4-5", Settings(cache_rule="breakpoints"))
+    assert 0 < econ.read < econ.input < econ.write
+
+
+def test_a_prompt_under_the_minimum_is_not_cached() -> None:
+    econ = economics("openai/gpt-4o", Settings(cache_rule="openai"))
+    assert econ.minimum > 0
+    assert not econ.caches(econ.minimum - 1)
+    assert econ.caches(econ.minimum)
+
+
+def test_the_limit_is_the_window_minus_the_output_reservation() -> None:
+    econ = economics("openai/gpt-4o", Settings(context_window=50_000, output_reservation=2_000))
+    assert econ.limit == 48_000
+
+
+def test_the_ttl_setting_overrides_the_providers() -> None:
+    assert economics("openai/gpt-4o", Settings(cache_ttl=42.0)).ttl == 42.0
+    assert economics("deepseek/deepseek-chat", Settings()).ttl == 3600.0
+
+
+def test_no_model_means_the_exact_rule_unless_a_rule_is_set() -> None:
+    assert economics(None, Settings()).rule == "exact"
+    assert economics(None, Settings(cache_rule="none")).rule == "none"
