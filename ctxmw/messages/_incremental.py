@@ -25,10 +25,18 @@ MAX_MEMO_MESSAGES = 200_000
 
 
 def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
-    """How many messages ``current`` starts with that equal ``previous``'s (identity first)."""
+    """How many messages ``current`` starts with that equal ``previous``'s (identity first).
+
+    Two byte strings (the renderer's tier runs) are compared byte by byte the same way.
+    """
     m = min(len(previous), len(current))
-    head = previous if len(previous) == m and isinstance(previous, list) else list(previous[:m])
-    tail = list(current[:m])
+    head: Sequence[Any]
+    tail: Sequence[Any]
+    if isinstance(previous, bytes) and isinstance(current, bytes):
+        head, tail = previous[:m], current[:m]  # byte strings compare and slice in C as they are
+    else:
+        head = previous if len(previous) == m and isinstance(previous, list) else list(previous[:m])
+        tail = list(current[:m])
     if head == tail:  # identical objects compare in C without looking inside them
         return m
     lo, hi = 0, m  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]

@@ -196,7 +196,7 @@ def _reuse(
     if state.key != key:
         return None
     start = resume_point(messages, common_prefix(state.inputs, messages))
-    changed = min(_first_difference(state.calls, calls), _first_difference(state.results, results))
+    changed = min(common_prefix(state.calls, calls), common_prefix(state.results, results))
     if changed < len(index.calls):
         start = min(start, index.calls[changed].call_index)
     if start == 0:
@@ -222,21 +222,6 @@ def _reuse(
         first,
         state.notice,
     )
-
-
-def _first_difference(a: bytes, b: bytes) -> int:
-    """The first index where ``a`` and ``b`` differ (the shorter length if one starts the other)."""
-    m = min(len(a), len(b))
-    if a[:m] == b[:m]:
-        return m
-    lo, hi = 0, m  # a[:lo] == b[:lo], a[:hi] != b[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if a[lo:mid] == b[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
 
 
 def _both_full(calls: bytes, results: bytes) -> int:
