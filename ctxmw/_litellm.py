@@ -25,11 +25,13 @@ from ctxmw.types import Message
 
 __all__ = [
     "CompletionFn",
+    "MessageCount",
     "completion_cost",
     "cost_per_token",
     "default_completion",
     "llm_provider",
     "load_litellm",
+    "message_counter",
     "message_dict",
     "message_dicts",
     "model_info",
@@ -342,3 +344,43 @@ def stream_chunks(response: Any) -> list[Any]:
         first,
         ModelResponseStream(model=response.model, choices=[finish], usage=response.usage),
     ]
+
+
+MessageCount = Callable[[Mapping[str, Any]], int]
+"""Counts one message's tokens, framing included, without the request overhead."""
+
+
+def message_counter(model: str, text_tokens: Callable[[str], int] | None = None) -> MessageCount:
+    """:func:`token_counter` of one message (``framing_only=True``), its setup done once.
+
+    ``litellm.token_counter`` picks the tokenizer and the framing constants (tokens per message,
+    per name) anew on every call, which costs more than counting a short message. The returned
+    function counts with the setup made here, through the same litellm functions
+    (``convert_list_message_to_dict``, then ``_count_messages``), so each count equals
+    ``token_counter(model, [message], framing_only=True, text_tokens=text_tokens)``; it raises
+    what that raises for a message litellm refuses. Where this litellm lacks those functions,
+    the returned function is the plain per-call one.
+    """
+    litellm = load_litellm()
+    try:
+        from litellm.litellm_core_utils import token_counter as core
+        from litellm.utils import convert_list_message_to_dict as as_dicts
+
+        custom = None if text_tokens is None else _custom_tokenizer(text_tokens)
+        params = core._MessageCountParams(model, custom)
+        count_messages = core._count_messages
+    except (ImportError, AttributeError, TypeError):
+        return functools.partial(_one_message, model, text_tokens)
+
+    def count(message: Mapping[str, Any]) -> int:
+        if litellm.disable_token_counter is True:
+            return 0
+        return int(count_messages(params, as_dicts([message]), False, None))
+
+    return count
+
+
+def _one_message(
+    model: str, text_tokens: Callable[[str], int] | None, message: Mapping[str, Any]
+) -> int:
+    return token_counter(model, [message], framing_only=True, text_tokens=text_tokens)

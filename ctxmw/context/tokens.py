@@ -68,6 +68,9 @@ class LiteLLMCounter:
 
     def __init__(self, text_tokens: Callable[[str], int] | None = None) -> None:
         self.text_tokens = text_tokens
+        # litellm's per-model setup (tokenizer, framing constants), made once per model: it
+        # cost more than counting a short message when token_counter redid it per message.
+        self._counters: dict[str, _litellm.MessageCount] = {}
 
     # Equal counters count alike: a session's memo shares their counts (a plain function
     # wrapped anew on every call still finds the counts of the previous call).
@@ -86,12 +89,13 @@ class LiteLLMCounter:
         unknown shape) is counted as a user message holding its JSON text: malformed material
         is never "fixed", but counting it must not fail the call.
         """
-        count = self.text_tokens
+        count = self._counters.get(model)
+        if count is None:
+            count = self._counters[model] = _litellm.message_counter(model, self.text_tokens)
         try:
-            return _litellm.token_counter(model, [message], framing_only=True, text_tokens=count)
+            return count(message)
         except (ValueError, TypeError, AttributeError):
-            stand_in = {"role": "user", "content": canonical_json(message)}
-            return _litellm.token_counter(model, [stand_in], framing_only=True, text_tokens=count)
+            return count({"role": "user", "content": canonical_json(message)})
 
     def tools_tokens(self, model: str, tools: Sequence[Mapping[str, Any]], has_system: bool) -> int:
         """Tokens litellm adds for ``tools`` (less when a system message is present)."""
