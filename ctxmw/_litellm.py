@@ -368,7 +368,7 @@ def message_counter(model: str, text_tokens: Callable[[str], int] | None = None)
 
         custom = None if text_tokens is None else _custom_tokenizer(text_tokens)
         params = core._MessageCountParams(model, custom)
-        count_messages = core._count_messages
+        count_messages: Callable[..., int] = core._count_messages
     except (ImportError, AttributeError, TypeError):
         return functools.partial(_one_message, model, text_tokens)
 
