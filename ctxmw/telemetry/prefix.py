@@ -30,6 +30,9 @@ from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
+import anyio
+import anyio.lowlevel
+
 from ctxmw.messages.canonical import tools_digest
 from ctxmw.messages.form import layer_of, role_of
 from ctxmw.telemetry.counters import (
@@ -120,6 +123,8 @@ class _Snapshot:
     hashed: Any = None  # blake2b state over tools + digests (None: not kept)
 
 
+# Messages counted per loop step by count_ahead (a few milliseconds of litellm's counting).
+_COUNT_CHUNK = 256
 # Slack of the token memo past the payload's own messages before it is trimmed to them.
 _MEMO_SLACK = 256
 
@@ -221,6 +226,28 @@ class PrefixTracker:
         self._trim_memo(digests)
         self._digests.end_call("" if remember else "side:")
         return result
+
+    async def count_ahead(
+        self,
+        model: str,
+        messages: Sequence[Mapping[str, Any]],
+        remember: bool = True,
+        chunk: int = _COUNT_CHUNK,
+    ) -> None:
+        """Count ``messages``' never-counted messages now, giving the loop back between chunks.
+
+        For a payload with many new messages (a first call on a long resumed transcript),
+        before :meth:`observe` on the same list in the same call: it then finds every count
+        memoised. The counting stays on the event loop (CPU work in a worker thread competes
+        with the loop for the interpreter lock) but no loop step counts more than ``chunk``.
+        """
+        view = self._digests.digests("payload" if remember else "side:payload", messages)
+        tokens = self._tokens
+        missing = [i for i, digest in enumerate(view.digests) if digest not in tokens]
+        for start in range(0, len(missing), chunk):
+            for i in missing[start : start + chunk]:
+                self._count(model, view.items[i], view.digests[i])
+            await anyio.lowlevel.checkpoint()
 
     def export(self) -> dict[str, Any] | None:
         """The previous payload's snapshot as JSON-ready data (None before the first call).

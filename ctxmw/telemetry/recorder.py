@@ -62,8 +62,10 @@ from ctxmw.telemetry.usage import UsageReport, read_stream_usage, read_usage, wi
 __all__ = ["CallRecorder"]
 
 # A call with more never-seen messages than this (a first call on a long resumed transcript)
-# tokenizes in a worker thread so the event loop is not held for long.
-_THREAD_THRESHOLD = 64
+# counts them ahead in chunks, giving the loop back between chunks. Not in a worker thread:
+# CPU work there competes with the loop for the interpreter lock (a thousand sessions' worth
+# stretched every loop step).
+_COUNT_AHEAD = 64
 
 
 class CallRecorder:
@@ -306,12 +308,12 @@ class CallRecorder:
         template_tools: bool,
         remember: bool = True,
     ) -> PrefixResult:
-        many_new = len(messages) - self._seen > _THREAD_THRESHOLD
+        many_new = len(messages) - self._seen > _COUNT_AHEAD
         if remember:
             self._seen = len(messages)
-        args = (model, messages, tools, injection_points, template_tools, remember)
         if many_new:
-            return await anyio.to_thread.run_sync(self._tracker.observe, *args)
+            await self._tracker.count_ahead(model, messages, remember)
+        args = (model, messages, tools, injection_points, template_tools, remember)
         return self._tracker.observe(*args)
 
 
