@@ -27,6 +27,7 @@ __all__ = [
     "CompletionFn",
     "MessageCount",
     "completion_cost",
+    "cost_adjusted",
     "cost_per_token",
     "default_completion",
     "llm_provider",
@@ -36,6 +37,7 @@ __all__ = [
     "message_dicts",
     "model_info",
     "model_response",
+    "price_map_version",
     "real_acompletion",
     "response_message",
     "stream_chunk_builder",
@@ -384,3 +386,17 @@ def _one_message(
     model: str, text_tokens: Callable[[str], int] | None, message: Mapping[str, Any]
 ) -> int:
     return token_counter(model, [message], framing_only=True, text_tokens=text_tokens)
+
+
+def price_map_version() -> tuple[int, int]:
+    """Changes when litellm's price map is replaced or gains entries (``register_model``)."""
+    cost_map = load_litellm().model_cost
+    return id(cost_map), len(cost_map)
+
+
+def cost_adjusted() -> bool:
+    """Whether litellm applies process-wide discounts or margins to every cost it computes."""
+    litellm = load_litellm()
+    return bool(getattr(litellm, "cost_discount_config", None)) or bool(
+        getattr(litellm, "cost_margin_config", None)
+    )

@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from ctxmw import _litellm
+from ctxmw.telemetry.cost import fast_cost
 
 __all__ = ["cost_of", "provider_of", "reply_of"]
 
@@ -19,7 +20,11 @@ def provider_of(model: str, kw: Mapping[str, Any]) -> str:
 
 
 def cost_of(response: object, model: str, provider: str) -> float | None:
-    """litellm's cost of a response or consumed stream; None when it cannot price the model."""
+    """litellm's cost of a response or consumed stream; None when it cannot price the model.
+
+    A plain response is priced from the model's resolved rates (:mod:`~ctxmw.telemetry.cost`):
+    litellm's figure without litellm's per-call resolution.
+    """
     try:
         if isinstance(response, list | tuple):
             usage = next((u for u in map(_usage_of_chunk, reversed(response)) if u), None)
@@ -31,6 +36,9 @@ def cost_of(response: object, model: str, provider: str) -> float | None:
             return prompt + completion
         if response is None:
             return None
+        fast = fast_cost(response, model, provider)
+        if fast is not None:
+            return fast
         return _litellm.completion_cost(response, model, provider or None)
     except Exception:  # litellm cannot price this model: the ledger says null
         return None
