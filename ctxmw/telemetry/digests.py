@@ -104,8 +104,12 @@ class DigestSlots:
             view = SlotView(items, [b""] * n, bytearray(n), bytearray(n))
             self._fill(view, range(n), None)
             return view
-        same = list(map(is_, old.items, items))
-        changed = [*compress(range(len(same)), map(not_, same)), *range(len(same), n)]
+        kept = min(len(old.items), n)
+        if all(map(is_, old.items, items)):  # the usual call: the same list, maybe extended
+            changed: Sequence[int] = range(kept, n)
+        else:
+            same = map(is_, old.items, items)
+            changed = [*compress(range(kept), map(not_, same)), *range(kept, n)]
         digests = old.digests[:n]
         digests.extend([b""] * (n - len(digests)))
         system, marked = old.system[:n], old.marked[:n]

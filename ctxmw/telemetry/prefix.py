@@ -462,12 +462,16 @@ def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) ->
     in C, fast because unchanged messages share their digest objects.
     """
     n = len(previous)
-    if len(current) >= n and list(current[:n]) == list(previous):
+    if len(current) >= n and _as_list(current[:n]) == _as_list(previous):
         return n
     for i, (a, b) in enumerate(zip(previous, current, strict=False)):
         if a != b:
             return i
     return min(n, len(current))
+
+
+def _as_list(items: Sequence[bytes]) -> list[bytes]:
+    return items if isinstance(items, list) else list(items)
 
 
 def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
