@@ -32,6 +32,7 @@ __all__ = [
     "default_completion",
     "llm_provider",
     "load_litellm",
+    "mapped_model_info",
     "message_counter",
     "message_dict",
     "message_dicts",
@@ -400,3 +401,13 @@ def cost_adjusted() -> bool:
     return bool(getattr(litellm, "cost_discount_config", None)) or bool(
         getattr(litellm, "cost_margin_config", None)
     )
+
+
+def mapped_model_info(model: str, provider: str | None = None) -> dict[str, Any]:
+    """:func:`model_info` for a model litellm is known to map: without guarding stdout (litellm
+    prints only for unmapped models), so a memoised entry costs microseconds."""
+    try:
+        info = load_litellm().get_model_info(model=model, custom_llm_provider=provider or None)
+        return dict(info)
+    except Exception:  # unmapped after all (a price map replaced since)
+        return {}

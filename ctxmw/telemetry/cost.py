@@ -116,7 +116,7 @@ def fast_cost(response: Any, model: str, provider: str) -> float | None:
 
 def _changed(book: _Book | None, provider: str) -> bool:
     # litellm memoises its entries: this is a lookup and a dict comparison (microseconds).
-    return book is not None and _litellm.model_info(book.name, provider or None) != book.entry
+    return book is not None and _litellm.mapped_model_info(book.name, provider) != book.entry
 
 
 def rates_for(model: str, provider: str) -> Rates | None:
@@ -142,9 +142,10 @@ def _cost(book: _Book, prompt: int, completion: int, read: int, write: int) -> f
 
 def _plain_counts(response: Any) -> tuple[int, int, int, int] | None:
     """(prompt, completion, cache read, cache write) of a usage litellm prices by tokens alone."""
-    usage = getattr(response, "usage", None)
-    dump = getattr(usage, "model_dump", None)
-    if dump is None or type(response).__name__ != "ModelResponse":
+    if type(response).__name__ != "ModelResponse":
+        return None
+    dump = getattr(_attr(response, "usage"), "model_dump", None)
+    if dump is None:
         return None
     data = dump(exclude_none=True)
     details = data.pop("prompt_tokens_details", None) or {}
@@ -165,14 +166,26 @@ def _plain_counts(response: Any) -> tuple[int, int, int, int] | None:
 
 
 def _key(response: Any, model: str, provider: str) -> tuple[Any, ...] | None:
-    hidden = getattr(response, "_hidden_params", None) or {}
+    hidden = _attr(response, "_hidden_params") or {}
     if not isinstance(hidden, Mapping) or hidden.get("provider_specific_fields"):
         return None
-    if getattr(response, "provider_specific_fields", None):
+    if _attr(response, "provider_specific_fields"):
         return None
     served = tuple(str(hidden.get(k)) for k in _HIDDEN_KEYS)
-    tier = getattr(response, "service_tier", None)
+    tier = _attr(response, "service_tier")
     return (_litellm.price_map_version(), model, provider, response.model, str(tier), served)
+
+
+def _attr(model: Any, name: str) -> Any:
+    """``getattr(model, name, None)`` for a pydantic model, without its slow missing-name path.
+
+    pydantic keeps fields in ``__dict__``, extra fields in ``__pydantic_extra__`` and private
+    ones in ``__pydantic_private__``; a name in none of them is absent (None).
+    """
+    for where in (model.__dict__, model.__pydantic_extra__, model.__pydantic_private__):
+        if where and name in where:
+            return where[name]
+    return None
 
 
 def _resolve(response: Any, model: str, provider: str) -> _Book | None:
