@@ -5,6 +5,12 @@ first sees the transcript once (warm-up: every message is counted once), then re
 each add one tool round (3 messages), as an agent loop does. Beside it, in the same run, the time
 ``litellm.token_counter`` takes on the whole payload of the same calls. Per-message caching
 shows as a ratio that grows with the transcript: the recorder's work follows the new messages.
+
+``--parts``: the two per-call constants side by side in one run, each against what it replaced:
+the cost from the model's resolved rates (``ctxmw.telemetry.cost.fast_cost``) against
+``litellm.completion_cost`` on the same responses, and one message counted with the per-model
+counter (``LiteLLMCounter.message_tokens``) against ``litellm.token_counter`` on that message;
+each pair is checked equal before it is timed.
 """
 
 from __future__ import annotations
@@ -85,7 +91,49 @@ async def bench(n: int) -> tuple[float, float]:
     return statistics.median(added), statistics.median(whole)
 
 
+def _timed(fn: Any, rounds: int = 300) -> float:
+    t0 = time.perf_counter()
+    for _ in range(rounds):
+        fn()
+    return (time.perf_counter() - t0) / rounds
+
+
+def _row(name: str, fast: float, other: str, slow: float) -> None:
+    ratio = fast / slow
+    print(f"{name:<6} fast {fast * 1e3:7.3f} ms  {other:<15} {slow * 1e3:7.3f} ms  {ratio:.3f}x")
+
+
+def parts() -> None:
+    """Cost and token counting, fast path against litellm's per-call one, side by side."""
+    import litellm
+
+    from ctxmw import _litellm
+    from ctxmw.context.tokens import LiteLLMCounter
+    from ctxmw.telemetry.cost import fast_cost
+
+    usage = _litellm.usage_object(12_000, 300, cached_tokens=8_000)
+    reply = _litellm.model_response("ok", None, usage, "gpt-4o-mini-2024-07-18")
+    model, provider = "openai/gpt-4o-mini", "openai"
+    assert fast_cost(reply, model, provider) == _litellm.completion_cost(reply, model, provider)
+    fast = _timed(lambda: fast_cost(reply, model, provider))
+    slow = _timed(lambda: _litellm.completion_cost(reply, model, provider))
+    _row("cost", fast, "completion_cost", slow)
+    counter, message = LiteLLMCounter(), round_of(7)[1]
+    once = counter.message_tokens(MODEL, message)
+    assert once == litellm.token_counter(
+        model=MODEL, messages=[message], count_response_tokens=True
+    )
+    fast = _timed(lambda: counter.message_tokens(MODEL, message))
+    slow = _timed(
+        lambda: litellm.token_counter(model=MODEL, messages=[message], count_response_tokens=True)
+    )
+    _row("count", fast, "token_counter", slow)
+
+
 async def main() -> None:
+    if "--parts" in sys.argv:
+        parts()
+        return
     logging.getLogger("bench.silent").disabled = True
     print(f"{'messages':>9}  {'telemetry/call':>15}  {'token_counter(whole)':>21}  {'ratio':>6}")
     for n in SIZES:
