@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,7 +15,21 @@ __all__ = ["cost_of", "provider_of", "reply_of"]
 def provider_of(model: str, kw: Mapping[str, Any]) -> str:
     """litellm's provider for this call ('' when litellm cannot tell)."""
     base = kw.get("api_base") or kw.get("base_url")
-    routed = _litellm.llm_provider(model, kw.get("custom_llm_provider"), base)
+    custom = kw.get("custom_llm_provider")
+    if not (isinstance(base, str | None) and isinstance(custom, str | None)):
+        return _provider(model, custom, base)
+    return _routed(_litellm.price_map_version(), model, custom, base)
+
+
+@functools.lru_cache(maxsize=256)
+def _routed(version: tuple[int, int], model: str, custom: str | None, base: str | None) -> str:
+    # Once per model name (litellm's routing takes ~50 us a call); a price map that gained
+    # entries (register_model) may route anew.
+    return _provider(model, custom, base)
+
+
+def _provider(model: str, custom: Any, base: Any) -> str:
+    routed = _litellm.llm_provider(model, custom, base)
     # None: the call itself would have failed first; keep the record anyway.
     return routed[1] if routed is not None else ""
 
