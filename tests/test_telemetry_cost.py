@@ -115,3 +115,10 @@ def test_a_registered_price_is_picked_up(monkeypatch: pytest.MonkeyPatch) -> Non
     assert after is not None
     assert after > before
     assert after == litellms(reply, name, "openai")
+
+
+def test_the_probes_leave_the_priced_response_alone() -> None:
+    reply = response("gpt-4o-2024-08-06", 777, 7, 5, 0)
+    before = reply.usage.model_dump()
+    assert cost.fast_cost(reply, "gpt-4o", "openai") is not None
+    assert reply.usage.model_dump() == before
