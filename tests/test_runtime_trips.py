@@ -169,3 +169,34 @@ def test_trips_per_call_over_a_mix_of_callers(
         trips = Trips(monkeypatch)
         save_file = tmp_path_factory.mktemp("mix") / "agent.jsonl"
         anyio.run(run_mix, save_file, steps, trips)
+
+
+async def test_a_caller_that_rebuilds_its_dicts_hands_the_strategies_last_calls_objects(
+    tmp_path: Path, trips: Trips
+) -> None:
+    # Agent frameworks convert their own message objects to fresh dicts on every call. The
+    # equal prefix is then handed on as the previous call's dicts, so the strategies' memos
+    # (keyed by identity) resume instead of starting over; the content is the caller's.
+    seen: list[Messages] = []
+
+    def spy(messages: Messages, ctx: Any) -> Messages:
+        seen.append(messages)
+        return messages
+
+    history: Messages = [{"role": "system", "content": "s"}, {"role": "user", "content": "one"}]
+    fake = FakeCompletion(text("a1"), text("a2"))
+    for n in range(2):
+        fresh = json.loads(json.dumps(history))  # equal dicts, new objects
+        await ctxmw.acompletion(
+            MODEL,
+            fresh,
+            save_file=tmp_path / "agent.jsonl",
+            completion=fake,
+            prompt_strategies=[spy],
+            settings=QUIET,
+        )
+        assert seen[-1] == fresh
+        history = [*history, {"role": "assistant", "content": f"a{n + 1}"}]
+        history.append({"role": "user", "content": f"more {n}"})
+    first, second = seen
+    assert all(a is b for a, b in zip(first, second[: len(first)], strict=True))

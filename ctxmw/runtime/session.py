@@ -64,6 +64,7 @@ from ctxmw._litellm import (
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
+from ctxmw.messages._incremental import common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
@@ -173,13 +174,26 @@ class Session:
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self._clock = clock
-        self.recorder = CallRecorder(
-            session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
-            save_file=self._path,
-            settings=self.settings,
-            on_call=self.on_call,
-        )
+        self._session_id = session
+        # Built on first use: a stateless call resumes its conversation's recorder instead.
+        self._recorder: CallRecorder | None = None
+
+    @property
+    def recorder(self) -> CallRecorder:
         """The telemetry of this session: one record per model call (ledger, logger, hooks)."""
+        if self._recorder is None:
+            path = self._path
+            self._recorder = CallRecorder(
+                self._session_id or (str(path) if path is not None else f"session-{uuid4().hex}"),
+                save_file=path,
+                settings=self.settings,
+                on_call=self.on_call,
+            )
+        return self._recorder
+
+    @recorder.setter
+    def recorder(self, recorder: CallRecorder) -> None:
+        self._recorder = recorder
 
     @property
     def save_file(self) -> Path | None:
@@ -386,8 +400,10 @@ class Session:
     def _plan_turn(self, history: Sequence[Any] | None) -> Turn:
         if history is None:
             return self._start_turn(list(self._messages))
-        given = message_dicts(history)
-        plan = plan_history(self._messages, self._ours, given, hint=self._hint, keys=self._keys)
+        given, same = self._given(history)
+        plan = plan_history(
+            self._messages, self._ours, given, hint=self._hint, keys=self._keys, same=same
+        )
         if plan.edit is not None:
             self._forget_keys(given)
         turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
@@ -396,6 +412,21 @@ class Session:
         turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
+
+    def _given(self, history: Sequence[Any]) -> tuple[Messages, int]:
+        """The caller's messages as dicts, and how many lead with the previous call's (hint).
+
+        One comparison at C speed finds the messages the previous call already converted and
+        lined up (the same objects, or equal ones: those are then the previous call's dicts);
+        only the rest is converted.
+        """
+        hint = self._hint
+        same = common_prefix(hint, history) if hint else 0
+        if not same:
+            return message_dicts(history), 0
+        given = hint[:same]
+        given += message_dicts(history[same:])
+        return given, same
 
     def _start_turn(self, working: Messages) -> Turn:
         turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
