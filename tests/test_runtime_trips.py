@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 import ctxmw
 from ctxmw.runtime import wrapper
 from ctxmw.runtime.conversations import Conversations
-from ctxmw.testing import FakeCompletion, text
+from ctxmw.testing import FakeCompletion, text, tool_calls
 from ctxmw.types import Messages
 
 pytestmark = pytest.mark.anyio
@@ -200,3 +200,45 @@ async def test_a_caller_that_rebuilds_its_dicts_hands_the_strategies_last_calls_
         history.append({"role": "user", "content": f"more {n}"})
     first, second = seen
     assert all(a is b for a, b in zip(first, second[: len(first)], strict=True))
+
+
+def add(a: int, b: int) -> int:
+    """Add two integers."""
+    return a + b
+
+
+async def test_a_tool_round_costs_one_trip_that_also_lists_the_inbox(
+    tmp_path: Path, trips: Trips
+) -> None:
+    # Before the turn: one trip. The tool round's commit writes it and lists the inbox for the
+    # next round (the default strategies include the inbox), the final commit gives the lock back.
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(text("hello"), tool_calls(("add", {"a": 1, "b": 2})), text("3"))
+    session = ctxmw.Session(
+        MODEL, save_file=save_file, tools=[add], completion=fake, settings=QUIET
+    )
+    await session.ask("hi")
+    trips.take()
+    await session.ask("1 + 2?")
+    assert trips.take() == 3
+    assert [m["role"] for m in lines(save_file)][-4:] == ["user", "assistant", "tool", "assistant"]
+
+
+async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    history: Messages = [{"role": "user", "content": "one"}]
+    fake = FakeCompletion(text("a1"), text("a2"))
+    for n in range(2):
+        stream = await ctxmw.acompletion(
+            MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
+        )
+        _ = [chunk async for chunk in stream]
+        # Read, then the write that gives the lock back; the next call reads the file again (a
+        # stream is saved after the call returned, so its conversation keeps no transcript).
+        assert trips.take() == 3
+        history = [*history, {"role": "assistant", "content": f"a{n + 1}"}]
+        history.append({"role": "user", "content": "two"})
+    assert lines(save_file)[-1] == {"role": "assistant", "content": "a2"}
+    assert not (tmp_path / "agent.jsonl.lock").exists()

@@ -326,6 +326,7 @@ class Session:
         lock = self._new_lock()
         try:
             turn = await self._begin(history, lock)
+            turn.lock = lock
             stream, prompt = await self._send(turn, 0)
         except BaseException:
             await self._notes.release(self._pending)
@@ -340,12 +341,12 @@ class Session:
             built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
-                await self._commit(turn)
+                await self._commit(turn, last=True)  # gives the lock back in the same trip
 
         async def close() -> None:
             await self._notes.release(self._pending)  # a stream that broke committed nothing
             if lock is not None:
-                await lock.release()
+                await lock.release()  # no trip when the commit gave it back
 
         return PersistingStream(stream, complete, close)
 
@@ -594,20 +595,28 @@ class Session:
                 self._hint, turn.hint = turn.hint, None
             if self._file is not None and (new or edit is not None):
                 self._unsaved.append((new, edit, ours))
-            file, notes = self._file, self._notes
-            data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
-            lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
+            await self._write_out(turn, last=last)
 
-            def work() -> None:
-                if file is not None and data:
-                    file.write_now(data)  # every round still unsaved: one write, one fsync
-                notes.settle_now()
-                if lock is not None:
-                    lock.release_now()
+    async def _write_out(self, turn: Turn, *, last: bool) -> None:
+        """The commit's one trip: every unsaved round in one write and fsync, the inbox notes
+        settled, then the lock given back (``last``) or the inbox listed for the next round."""
+        file, notes = self._file, self._notes
+        data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
+        lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
+        folder = inbox_dir(file.path) if file and self._lists_inbox and not last else None
 
-            if (file is not None and data) or notes.held or lock is not None:
-                await to_thread.run_sync(work)
-            self._unsaved = []
+        def work() -> list[FileEntry] | None:
+            if file is not None and data:
+                file.write_now(data)
+            notes.settle_now()
+            if lock is not None:
+                lock.release_now()
+            return list_for_delivery(folder) if folder is not None else None
+
+        if data or notes.held or lock is not None or folder is not None:
+            entries = await to_thread.run_sync(work)
+            turn.listing = (folder, entries) if folder is not None and entries is not None else None
+        self._unsaved = []
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         # Without Python tools there is no loop: one call, its response returned (the promise).
