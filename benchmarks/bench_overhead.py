@@ -30,11 +30,12 @@ the same calls, measured side by side in one run; on a loaded machine the CPU ra
 steadier ones (wall time also counts waiting for a core).
 
 Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event loop (default 1,000
-x 50): total time, the longest event-loop stall (a ticker task that sleeps 5 ms and records how
-late it woke), the longest single loop step (see :class:`StepWatch`), the longest
-garbage-collection pass and how many full (generation 2) passes ran (``gc.callbacks``), the
-worker-thread trips per call (counted as in part 1), then, traced, peak memory and memory per
-session beyond its transcript's own bytes. ``--gc freeze`` calls ``gc.freeze()`` after the
+x 50): total time and the process's CPU time (steadier than wall time on a shared machine),
+the longest event-loop stall (a ticker task that sleeps 5 ms and records how late it woke), the
+longest single loop step (see :class:`StepWatch`), the longest garbage-collection pass and how
+many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips per call
+(counted as in part 1), then, traced, peak memory and memory per session beyond its
+transcript's own bytes. ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
 ``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
 process's gc settings.
@@ -379,18 +380,19 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         tick = asyncio.create_task(ticker(stop, worst))
         Trips.install()
         Trips.take()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.process_time()
         with GcWatch() as watch, StepWatch() as steps:
             await asyncio.gather(
                 *(one_session(Path(tmp), i, rounds, keep) for i in range(sessions))
             )
-        total = time.perf_counter() - t0
+        total, cpu = time.perf_counter() - t0, time.process_time() - c0
         trips = Trips.take() / (sessions * rounds)
         stop.set()
         await tick
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
         print(
-            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total, "
+            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total "
+            f"({cpu:.1f} CPU s), "
             f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
             f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms, "
             f"{watch.full} full gc passes, {trips:.2f} worker-thread trips per call",
