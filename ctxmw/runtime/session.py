@@ -9,6 +9,12 @@ Decisions the specification leaves open:
 
 * The save_file is locked for one turn, not for the session's life; a session reloads the file
   at the start of a turn if another writer changed it in between.
+* A turn's file I/O takes as few worker-thread trips as the promises allow: one before the
+  first model call (take the lock, see whether the file changed, list the inbox for the
+  ``inbox`` strategy), a second only to read a changed file; one per commit (every unsaved
+  round in one write and fsync, the delivered inbox files settled, then the lock given back
+  by the turn's last commit, or the inbox listed for the next round). The round is on disk
+  before the call returns.
 * A turn's input (the user message) is written together with the first round, so a provider
   error before any round completed leaves no dangling user message. The session keeps that
   input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
