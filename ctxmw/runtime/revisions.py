@@ -178,7 +178,7 @@ def plan_history(
     ``hint``'s (the same objects, or equal), so they are not compared again.
     """
     n = min(same, len(stored)) if same is not None else _same_prefix(hint, given, len(stored))
-    conversation: Messages = list(given[:n])
+    conversation: Messages = given[:n]  # a new list: given is one
     i = j = len(conversation)
     while i < len(stored) and j < len(given):
         if same_message(stored[i], given[j]):
