@@ -1,0 +1,115 @@
+"""Warm calls of the non-epoch strategies do the work of their new messages only.
+
+A conversation's memo kept across calls: ``repair_tool_pairs`` re-checks pairing from the last
+clean point before the first changed message, ``shorten_tools`` stops its newest-first budget
+walk once every older call is dropped anyway, and the renderer keeps groups whole looking only
+at the groups that can straddle a drop edge.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import anyio
+import pytest
+
+from ctxmw import Settings
+from ctxmw.messages import validate
+from ctxmw.strategies import _regions, shorten_tools
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.types import Messages, StrategyContext
+from tests.transcripts import adjacent_calls, call, group
+
+TIGHT = Settings(
+    full_tool_outputs=2,
+    max_tool_calls=4,
+    max_tool_chars=2_000,
+    short_output_length=60,
+    short_string_length=30,
+)
+
+
+def _run(messages: Messages, chain: str, memo: dict[str, Any]) -> tuple[Messages, dict[str, Any]]:
+    ctx = StrategyContext(settings=TIGHT, memo=memo)
+    out = anyio.run(apply_strategies, messages, resolve_strategies(chain, TIGHT), ctx)
+    return out, ctx.stats
+
+
+def _rounds(start: int, n: int) -> Iterator[Messages]:
+    history = adjacent_calls(start)
+    for k in range(n):
+        history = [*history, *group([call(f"new{k}", "read", path=f"n{k}")], [f"out {k}" * 40])]
+        yield history
+
+
+class _Counter:
+    def __init__(self, monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
+        self.n = 0
+        original = getattr(module, name)
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            self.n += 1
+            return original(*args, **kwargs)
+
+        monkeypatch.setattr(module, name, counted)
+
+
+def test_repair_tool_pairs_rechecks_only_the_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
+    turns = _Counter(monkeypatch, validate, "_close_turn")
+    memo: dict[str, Any] = {}
+    visits = []
+    for history in _rounds(200, 4):
+        before = turns.n
+        out, _ = _run(history, "repair_tool_pairs", memo)
+        assert out is not history and out == history  # the chain's copy, nothing dropped
+        visits.append(turns.n - before)
+    assert visits[0] > 200  # the first call reads everything
+    # Then the new round, the previous round (its group was still open), and the end.
+    assert max(visits[1:]) <= 4
+
+
+def test_repair_tool_pairs_warm_finds_a_new_problem_as_afresh() -> None:
+    memo: dict[str, Any] = {}
+    history = adjacent_calls(30)
+    _run(history, "repair_tool_pairs", memo)
+    broken = [*history, {"role": "tool", "tool_call_id": "call_3", "content": "late"}]
+    warm, warm_stats = _run(broken, "repair_tool_pairs", memo)
+    fresh, fresh_stats = _run(broken, "repair_tool_pairs", {})
+    assert warm == fresh == history
+    assert warm_stats == fresh_stats
+    assert warm_stats["repair_tool_pairs"] == {"problems": 1, "dropped": 1}
+
+
+def test_repair_tool_pairs_an_edit_rechecks_from_there() -> None:
+    memo: dict[str, Any] = {}
+    history = adjacent_calls(30)
+    _run(history, "repair_tool_pairs", memo)
+    # The 10th call's result now answers an id its group does not hold.
+    edited = [*history[:21], {**history[21], "tool_call_id": "nope"}, *history[22:]]
+    assert _run(edited, "repair_tool_pairs", memo) == _run(edited, "repair_tool_pairs", {})
+    assert _run(history, "repair_tool_pairs", memo) == _run(history, "repair_tool_pairs", {})
+
+
+def test_shorten_tools_budget_walk_stops_at_the_dropped_calls(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    tiers = _Counter(monkeypatch, shorten_tools, "_tier")
+    memo: dict[str, Any] = {}
+    for history in _rounds(300, 3):
+        before = tiers.n
+        out, stats = _run(history, "shorten_tools", memo)
+        assert stats["shorten_tools"]["calls_dropped"] > 290
+        # Two tiers per call walked: the kept ones and the first dropped, not the 300 older.
+        assert tiers.n - before <= 2 * 8
+    assert out == _run(history, "shorten_tools", {})[0]
+
+
+def test_the_pairing_pass_looks_only_at_groups_by_the_drop_edge(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    looked = _Counter(monkeypatch, _regions, "_keep_whole")
+    history = adjacent_calls(300)
+    history += group([call("a", "read", path="a"), call("b", "read", path="b")], ["x", "y"])
+    _run(history, "shorten_tools", {})
+    assert 1 <= looked.n <= 3
