@@ -16,7 +16,7 @@ import pytest
 
 from ctxmw import Settings
 from ctxmw.messages import validate
-from ctxmw.strategies import _regions, shorten_tools
+from ctxmw.strategies import _tiers, shorten_tools
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group
@@ -62,7 +62,7 @@ def test_repair_tool_pairs_rechecks_only_the_new_messages(monkeypatch: pytest.Mo
     for history in _rounds(200, 4):
         before = turns.n
         out, _ = _run(history, "repair_tool_pairs", memo)
-        assert out is not history and out == history  # the chain's copy, nothing dropped
+        assert out == history  # nothing dropped
         visits.append(turns.n - before)
     assert visits[0] > 200  # the first call reads everything
     # Then the new round, the previous round (its group was still open), and the end.
@@ -108,7 +108,7 @@ def test_shorten_tools_budget_walk_stops_at_the_dropped_calls(
 def test_the_pairing_pass_looks_only_at_groups_by_the_drop_edge(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    looked = _Counter(monkeypatch, _regions, "_keep_whole")
+    looked = _Counter(monkeypatch, _tiers, "_keep_whole")
     history = adjacent_calls(300)
     history += group([call("a", "read", path="a"), call("b", "read", path="b")], ["x", "y"])
     _run(history, "shorten_tools", {})
