@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxmw.context.compressors import apply_compressor, compressor_registry
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, kept_copy
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
@@ -111,7 +111,7 @@ def _extend(
     for i in range(done.done, len(messages)):
         msg = messages[i]
         done.add(i, msg, _render_one(i, msg, index, calls, results, settings), i in groups)
-    done.inputs = list(messages)
+    done.inputs = kept_copy(messages)
     done.calls, done.results = calls, results
 
 

@@ -11,7 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    kept_copy,
+    resume_point,
+)
 from ctxmw.messages.blocks import tool_use_ids
 from ctxmw.messages.validate import Pairing, scan
 from ctxmw.strategies._registry import register_strategy
@@ -50,7 +55,7 @@ def _clean(messages: Messages, memo: dict[str, Any] | None) -> bool:
     clean = not scan(messages[start:] if start else messages).problems
     if memo is not None:
         if clean and len(messages) <= MAX_MEMO_MESSAGES:
-            memo[_CLEAN] = list(messages)
+            memo[_CLEAN] = kept_copy(messages)
         else:
             memo.pop(_CLEAN, None)
     return clean
