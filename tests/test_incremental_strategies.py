@@ -8,15 +8,15 @@ at the groups that can straddle a drop edge.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from typing import Any
 
 import anyio
 import pytest
 
 from ctxmw import Settings
-from ctxmw.messages import validate
-from ctxmw.strategies import _tiers, shorten_tools
+from ctxmw.messages import pairs, validate
+from ctxmw.strategies import _chain_input, _tiers, shorten_tools
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group
@@ -113,3 +113,80 @@ def test_the_pairing_pass_looks_only_at_groups_by_the_drop_edge(
     history += group([call("a", "read", path="a"), call("b", "read", path="b")], ["x", "y"])
     _run(history, "shorten_tools", {})
     assert 1 <= looked.n <= 3
+
+
+class _Mapping(Mapping[str, Any]):
+    """A caller's message type that is not a dict but compares equal to one."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def test_the_first_strategy_keeps_one_copy_of_the_input() -> None:
+    memo: dict[str, Any] = {}
+    for history in _rounds(60, 3):
+        _run(history, "shorten_tools_epoch", memo)
+    index_inputs = memo["tool_index:shorten_tools_epoch"][0]
+    assert memo["render:shorten_tools_epoch"].inputs is index_inputs
+    assert index_inputs == history
+    assert index_inputs is not history
+
+
+def test_a_warm_call_checks_the_types_of_the_new_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    checked: list[int] = []
+    original = _chain_input._mixed
+    monkeypatch.setattr(_chain_input, "_mixed", lambda ms: checked.append(len(ms)) or original(ms))
+    memo: dict[str, Any] = {}
+    for history in _rounds(100, 3):
+        _run(history, "shorten_tools_epoch", memo)
+    assert checked[0] > 200
+    assert checked[1:] == [2, 2]
+
+
+def test_non_dict_messages_are_converted_as_afresh_with_a_kept_memo() -> None:
+    memo: dict[str, Any] = {}
+    history: list[Any] = list(adjacent_calls(20))
+    history[5] = _Mapping(dict(history[5]))
+    for k in range(4):
+        extra = group([call(f"m{k}", "read", path=f"m{k}")], [f"out {k}" * 40])
+        # Some rounds come as mappings, some as dicts; the head is sent again as it was.
+        history = [*history, *(map(_Mapping, extra) if k % 2 else extra)]
+        warm, _ = _run(history, "shorten_tools_epoch", memo)
+        fresh, _ = _run(history, "shorten_tools_epoch", {})
+        assert warm == fresh
+        assert all(type(m) is dict for m in warm)
+    rebuilt = [dict(m) if isinstance(m, dict) else _Mapping(dict(m)) for m in history]
+    out, _ = _run(rebuilt, "shorten_tools_epoch", memo)
+    assert out == fresh
+    # Equal dicts rebuilt by the caller: the prompt shows this call's objects.
+    assert out[0] is rebuilt[0]
+    assert out[-4] is rebuilt[-4]  # the last dict round (the last one came as mappings)
+
+
+def test_a_callers_first_strategy_that_edits_its_input_gets_no_stale_resume() -> None:
+    def edits(messages: Messages, ctx: StrategyContext) -> Messages:
+        messages[-1] = {**messages[-1], "content": "replaced in place"}
+        index = pairs.index_tools(messages, ctx.memo, "edits")
+        ctx.stats["edits"] = [len(index.calls), index.last_user_index]
+        return messages
+
+    memo: dict[str, Any] = {}
+    for history in _rounds(10, 3):
+        ctx = StrategyContext(settings=TIGHT, memo=memo)
+        chain = [("edits", edits), *resolve_strategies("shorten_tools_epoch", TIGHT)]
+        warm = anyio.run(apply_strategies, history, chain, ctx)
+        fresh_ctx = StrategyContext(settings=TIGHT, memo={})
+        fresh = anyio.run(apply_strategies, history, chain, fresh_ctx)
+        assert warm == fresh
+        assert ctx.stats == fresh_ctx.stats
