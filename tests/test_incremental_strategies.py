@@ -190,3 +190,12 @@ def test_a_callers_first_strategy_that_edits_its_input_gets_no_stale_resume() ->
         fresh = anyio.run(apply_strategies, history, chain, fresh_ctx)
         assert warm == fresh
         assert ctx.stats == fresh_ctx.stats
+
+
+def test_a_strategy_that_passes_its_input_on_shares_it_with_the_next() -> None:
+    memo: dict[str, Any] = {}
+    for history in _rounds(60, 3):
+        _run(history, "repair_tool_pairs,shorten_tools_epoch", memo)
+    clean = memo["repair_tool_pairs:clean"]
+    assert memo["tool_index:shorten_tools_epoch"][0] is clean
+    assert memo["render:shorten_tools_epoch"].inputs is clean

@@ -11,10 +11,10 @@ that is still open there, whose pairing the new messages may change.
 
 The callers store the previous input beside what they derived. The strategy chain compares its
 own input with the previous call's once per call and publishes the answer (:class:`Shared`) in
-the session's memo while its first strategy runs: that strategy's helpers (the tool index, the
-renderer, the economic fold) compare the very same two lists, so :func:`common_prefix` and
-:func:`same_prefix` answer from it, and :func:`kept_copy` hands them the chain's copy to keep
-(one copy of the input per call, not one per helper).
+the session's memo until a strategy returns another list: the helpers of the strategies that
+read that input (the tool index, the renderer, the economic fold) compare the very same two
+lists, so :func:`common_prefix` and :func:`same_prefix` answer from it, and :func:`kept_copy`
+hands them the chain's copy to keep (one copy of the input per call, not one per helper).
 """
 
 from __future__ import annotations
@@ -51,7 +51,7 @@ class Shared:
         inputs: this call's input, a copy nobody changes (what helpers keep for the next call).
         equal: ``inputs[:equal] == previous[:equal]`` (identity first).
         same: ``inputs[:same]`` are ``previous``'s own objects.
-        source: the list the first strategy received, while it runs (else None).
+        source: the chain's input list, while the strategies that pass it on unchanged run.
     """
 
     previous: list[Any]

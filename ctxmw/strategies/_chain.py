@@ -121,16 +121,21 @@ async def apply_strategies(
         # A new list (a strategy that appends to its input cannot touch the caller's), dicts.
         kept = memo if ctx.memo is not None else None
         current = chain_input(messages, kept, _input_slot(strategies))
-        if not strategies or not _built_in(strategies[0][1]):
-            # A strategy of the caller's may change its input list before a helper reads it.
-            memo.pop(SHARED_SLOT, None)
         for name, strategy in strategies:
+            if not _built_in(strategy):
+                # A strategy of the caller's may change its input list before a helper reads it.
+                memo.pop(SHARED_SLOT, None)
             try:
-                current = await _run_one(name, strategy, current, ctx)
-            finally:
-                memo.pop(SHARED_SLOT, None)  # the first strategy's input only
+                result = await _run_one(name, strategy, current, ctx)
+            except BaseException:
+                memo.pop(SHARED_SLOT, None)
+                raise
+            if result is not current:
+                memo.pop(SHARED_SLOT, None)  # it describes the chain's input only
+            current = result
             if trace is not None:
                 trace.append((name, current))
+        memo.pop(SHARED_SLOT, None)
     return current
 
 

@@ -3,8 +3,9 @@
 With a conversation's memo, the previous call's input is kept (one copy per chain). This call's
 is compared with it once: the identical head needs no type check or conversion (its dicts, or
 last call's conversions of the same objects, are reused), only the new messages are looked at,
-and the answer is published (:class:`~ctxmw.messages._incremental.Shared`) for the first
-strategy's helpers, which would otherwise compare the same two lists again each.
+and the answer is published (:class:`~ctxmw.messages._incremental.Shared`) for the helpers of
+the built-in strategies that read this very list, which would otherwise compare the same two
+lists again each.
 """
 
 from __future__ import annotations
