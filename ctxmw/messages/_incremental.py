@@ -118,7 +118,9 @@ def same_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> i
 
 def identical_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
     """:func:`same_prefix`, always compared (one C-speed pass when all are the same)."""
-    head, tail = previous[:upto], current[:upto]
+    head, tail = previous, current  # map stops at the shorter: no copies
+    if upto < min(len(previous), len(current)):
+        head, tail = previous[:upto], current[:upto]
     if all(map(is_, head, tail)):
         return upto
     return bytes(map(is_not, head, tail)).index(1)

@@ -75,9 +75,10 @@ def render(
         calls, results = keep_pairs(index, calls, results)
     key = _render_key(settings, notice)
     slot = f"render:{owner}"
-    state = memo.get(slot) if memo is not None else None
-    done = state.reuse(messages, index, calls, results, key) if state is not None else None
-    done = done if done is not None else Rendered.empty(key)
+    # Taken out while it is cut and extended in place: a render that raises leaves no half.
+    state = memo.pop(slot, None) if memo is not None else None
+    reused = state is not None and state.reuse(messages, index, calls, results, key)
+    done = state if state is not None and reused else Rendered.empty(key)
     _extend(done, messages, index, calls, results, settings)
     if memo is not None:
         if len(messages) <= MAX_MEMO_MESSAGES:

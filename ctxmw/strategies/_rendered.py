@@ -78,34 +78,31 @@ class Rendered:
         calls: bytes,
         results: bytes,
         key: tuple[Any, ...],
-    ) -> Rendered | None:
-        """This render cut back to the messages whose input and regions are unchanged, or None."""
+    ) -> bool:
+        """Cut this render back, in place, to the messages whose input and regions are unchanged.
+
+        Returns False when nothing can be reused (the render is then left as it was).
+        """
         if self.key != key:
-            return None
+            return False
         start = resume_point(messages, common_prefix(self.inputs, messages))
         changed = min(common_prefix(self.calls, calls), common_prefix(self.results, results))
         if changed < len(index.calls):
             start = min(start, index.calls[changed].call_index)
         if start == 0:
-            return None
+            return False
         cut = self.pos[start]
-        body = self.body[:cut]
+        body = self.body
+        del body[cut:]
         same = same_prefix(self.inputs, messages, start)
         if same < start:
             # Equal, not identical, inputs: show this call's objects where they were passed on.
             lo, hi = self.pos[same], cut
             swap = dict(zip(map(id, self.inputs[same:start]), messages[same:start], strict=True))
             body[lo:hi] = map(swap.get, map(id, body[lo:hi]), body[lo:hi])
-        first = self.first_group if self.first_group < cut else -1
-        return Rendered(
-            key,
-            self.inputs,
-            self.calls,
-            self.results,
-            body,
-            self.pos[: start + 1],
-            self.compacted[: start + 1],
-            self.dropped[: start + 1],
-            first,
-            self.notice,
-        )
+        if self.first_group >= cut:
+            self.first_group = -1
+        del self.pos[start + 1 :]
+        del self.compacted[start + 1 :]
+        del self.dropped[start + 1 :]
+        return True
