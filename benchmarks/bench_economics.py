@@ -246,7 +246,11 @@ def report(rows: Sequence[Conversation], elapsed: float) -> None:
         ratios = " ".join(
             f"{k}={r.cost['default'][k] / r.cost['none'][k]:.3f}" for k in CACHING_MODELS
         )
-        print(f"  {r.name:<42} calls {r.calls:>5} peak {r.peak:>8,}  default x none: {ratios}")
+        best = " ".join(f"{r.optimal[k] / r.cost['none'][k]:.3f}" for k in CACHING_MODELS)
+        print(
+            f"  {r.name:<42} calls {r.calls:>5} peak {r.peak:>8,}  default x none: {ratios}"
+            f"  (optimum x none: {best})"
+        )
     for label, subset in (("short", short), ("long", long), ("all", rows)):
         if subset:
             _table(label, subset)

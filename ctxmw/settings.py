@@ -173,13 +173,13 @@ class Settings(BaseSettings):
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
         "break-even; 2.0 risks less against sending everything).",
     )
-    economic_guard: float = Field(
-        1.10,
+    economic_guard: float | None = Field(
+        None,
         ge=1.0,
         description="shorten_tools_economic: a move waits while it would take the schedule's "
         "estimated running cost over this multiple of what sending everything would have cost "
-        "so far (the bound on its estimated cost x none at every call; 1.02 also bounds a "
-        "session that ends just after a move, at a price: see the README).",
+        "so far: the bound on its estimated cost x none at every call point (None: no guard; "
+        "the README's Cache economics has the price of 1.02).",
     )
 
     telemetry: bool = Field(

@@ -17,9 +17,9 @@ the prompt would not fit the window, when nothing is cached anyway (the ``none``
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
 
-The guard: beside the fold the schedule keeps its own estimated running cost and what sending
-everything (``none``) would have cost so far. A move that would take the first over
-``economic_guard`` times the second waits until the savings banked cover it. Staying never costs
+The guard (``economic_guard``, off by default): beside the fold the schedule keeps its own
+estimated running cost and what sending everything (``none``) would have cost so far. A move
+that would take the first over ``economic_guard`` times the second waits until the savings banked cover it. Staying never costs
 more than ``none``'s call (the prompt is a shorter prefix plus the same new messages), so at
 every call point the estimated cost is at most the guard times ``none``'s, moves forced by the
 window and calls under the cache minimum (nothing cached either way) excepted.
@@ -149,15 +149,16 @@ def _step(
         return replace(state, spent=state.spent + kept, baseline=baseline, sent=stay, plain=plain)
     # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
     rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
-    # A move rewrites the prompt after the head; the head is read back if it is cached
-    # (automatic prefix caches; cache_breakpoints' head mark under breakpoints).
+    # A move rewrites the prompt after the head. Automatic caches read the head back; a
+    # breakpoint move is priced as rewriting it too (a client may mark only the end).
     head = sizes.head if econ.head_read and econ.caches(sizes.head) else 0.0
     purchase = max(moved - head, 0.0) * (econ.write - econ.read)
     spent = state.spent + _cost(econ, moved, 0.0 if is_cold else min(head, state.sent))
     forced = stay > econ.limit or is_cold or not econ.caches(stay)
     # The guard: a move that would take the running cost over the guard times none's waits
     # until the savings banked so far cover it (staying never costs more than none's call).
-    within = spent <= settings.economic_guard * baseline
+    guard = settings.economic_guard
+    within = guard is None or spent <= guard * baseline
     if forced or (within and rent >= settings.economic_break_even * purchase):
         return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
     return FoldState(
