@@ -174,12 +174,11 @@ class Settings(BaseSettings):
         "break-even; 2.0 risks less against sending everything).",
     )
     economic_guard: float | None = Field(
-        None,
+        1.05,
         ge=1.0,
         description="shorten_tools_economic: a move waits while it would take the schedule's "
         "estimated running cost over this multiple of what sending everything would have cost "
-        "so far: the bound on its estimated cost x none at every call point (None: no guard; "
-        "the README's Cache economics has the price of 1.02).",
+        "so far: the bound on its estimated cost x none at every call point (None: no guard).",
     )
 
     telemetry: bool = Field(

@@ -17,12 +17,13 @@ the prompt would not fit the window, when nothing is cached anyway (the ``none``
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
 
-The guard (``economic_guard``, off by default): beside the fold the schedule keeps its own
-estimated running cost and what sending everything (``none``) would have cost so far. A move
-that would take the first over ``economic_guard`` times the second waits until the savings banked cover it. Staying never costs
-more than ``none``'s call (the prompt is a shorter prefix plus the same new messages), so at
-every call point the estimated cost is at most the guard times ``none``'s, moves forced by the
-window and calls under the cache minimum (nothing cached either way) excepted.
+The guard (``economic_guard``, 1.05; None turns it off): beside the fold the schedule keeps
+its own estimated running cost and what sending everything (``none``) would have cost so far.
+A move that would take the first over ``economic_guard`` times the second waits until the
+savings banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
+prefix plus the same new messages), so at every call point the estimated cost is at most the
+guard times ``none``'s, moves forced by the window and calls under the cache minimum (nothing
+cached either way) excepted.
 
 Sizes are estimated from characters (four per token), which is all a decision needs; ``ctxmw
 replay`` measures the real tokens. Each past call point's decision depends only on the
