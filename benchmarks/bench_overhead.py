@@ -13,20 +13,32 @@ result and a short note per round). For each size, in one run:
 * ``session``: ``Session.ask`` on a session resumed from the same transcript.
 
 Beside each: the part of ctxmw's time spent in its telemetry (``CallRecorder.record``: digests,
-prefix estimate, usage, cost, alerts, the ledger line), and that part over litellm's time.
+prefix estimate, usage, cost, alerts, the ledger line), that part over litellm's time, and the
+worker-thread trips ctxmw made per call (counted by a wrapper around ``anyio.to_thread.run_sync``
+and ``run_in_executor`` installed here, not in ctxmw).
 
 Each path is warmed with one call at the size (the first call indexes the history), then the
-median of the next calls is reported, each call adding one round. The ratios are ctxmw's time
-over litellm's time for the same call, measured side by side.
+median of the next calls is reported, each call adding one round. Every call is timed alone:
+all of ctxmw's calls at a size first, then litellm's calls on the very prompts ctxmw sent, each
+call (either side) only once the process is idle (:func:`quiesce`: litellm's background logging
+threads would otherwise steal the interpreter lock from the next call, whichever it is). Three
+columns each: wall time; the event loop thread's CPU time (``time.thread_time``: the work done
+on the loop, what blocks other tasks); and the process's CPU time (``time.process_time``: the
+loop's and the worker threads' work; litellm runs its mock call's client work in an executor
+thread, so its loop-thread CPU alone understates it). The ratios are ctxmw's over litellm's for
+the same calls, measured side by side in one run; on a loaded machine the CPU ratios are the
+steadier ones (wall time also counts waiting for a core).
 
 Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event loop (default 1,000
-x 50): total time, the longest event-loop stall (a ticker task that sleeps 5 ms and records how
-late it woke), the longest single loop step (see :class:`StepWatch`), the longest
-garbage-collection pass and how many full (generation 2) passes ran
-(``gc.callbacks``), then, traced, peak memory and memory per session beyond its transcript's own
-bytes. ``--gc freeze`` calls ``gc.freeze()`` after the warm-up (the start-up objects, litellm's
-modules above all, leave the collector's reach), ``--gc both`` runs the untraced pass both ways
-side by side. ctxmw itself never changes the process's gc settings.
+x 50): total time and the process's CPU time (steadier than wall time on a shared machine),
+the longest event-loop stall (a ticker task that sleeps 5 ms and records how late it woke), the
+longest single loop step (see :class:`StepWatch`), the longest garbage-collection pass and how
+many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips per call
+(counted as in part 1), then, traced, peak memory and memory per session beyond its
+transcript's own bytes. ``--gc freeze`` calls ``gc.freeze()`` after the
+warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
+``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
+process's gc settings.
 
 ``--part 1`` or ``--part 2`` runs one part only.
 """
@@ -35,6 +47,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import asyncio.base_events
 import gc
 import json
 import logging
@@ -117,12 +130,72 @@ class TelemetryClock:
         return spent
 
 
-async def litellm_time(prompt: list[Any]) -> float:
+class Trips:
+    """Worker-thread trips, counted: ``anyio.to_thread.run_sync`` and ``run_in_executor`` calls.
+
+    A counting wrapper installed by the benchmark (not product code): every trip costs the loop's
+    thread CPU and latency, and hands the interpreter lock to a worker thread and back.
+    """
+
+    count = 0
+    installed = False
+
+    @classmethod
+    def install(cls) -> None:
+        import anyio.to_thread
+
+        if cls.installed:
+            return
+        cls.installed = True
+
+        run_sync = anyio.to_thread.run_sync
+        run_in_executor = asyncio.base_events.BaseEventLoop.run_in_executor
+
+        async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
+            cls.count += 1
+            return await run_sync(func, *args, **kwargs)
+
+        def counted_executor(loop: Any, executor: Any, func: Any, *args: Any) -> Any:
+            cls.count += 1
+            return run_in_executor(loop, executor, func, *args)
+
+        anyio.to_thread.run_sync = counted  # type: ignore[assignment]
+        asyncio.base_events.BaseEventLoop.run_in_executor = counted_executor  # type: ignore[method-assign]
+
+    @classmethod
+    def take(cls) -> int:
+        count, cls.count = cls.count, 0
+        return count
+
+
+async def quiesce() -> None:
+    """Wait until the process is idle (litellm's background logging threads have finished).
+
+    Idle: under 2 ms of process CPU over a 20 ms sleep (other processes do not count); at most
+    about a second.
+    """
+    for _ in range(50):
+        c0 = time.process_time()
+        await asyncio.sleep(0.02)
+        if time.process_time() - c0 < 0.002:
+            return
+
+
+Sample = tuple[float, float, float]  # wall, loop-thread CPU, process CPU (seconds)
+
+
+async def timed(call: Any) -> Sample:
+    """One call, alone: after :func:`quiesce`, wall time, loop-thread and process CPU time."""
+    await quiesce()
+    t0, c0, p0 = time.perf_counter(), time.thread_time(), time.process_time()
+    await call()
+    return time.perf_counter() - t0, time.thread_time() - c0, time.process_time() - p0
+
+
+async def litellm_call(prompt: list[Any]) -> None:
     import litellm
 
-    t0 = time.perf_counter()
     await litellm.acompletion(model=MODEL, messages=prompt, mock_response="ok")
-    return time.perf_counter() - t0
 
 
 def _balanced(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -132,26 +205,53 @@ def _balanced(history: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return history
 
 
-Timing = tuple[float, float, float]  # ctxmw's time, its telemetry's part, litellm's time
+class Timing:
+    """One path at one size: per call, ctxmw's and litellm's samples, telemetry, trips."""
+
+    def __init__(self) -> None:
+        self.ours: list[Sample] = []
+        self.tele: list[float] = []
+        self.trips: list[int] = []
+        self.prompts: list[list[Any]] = []
+        self.theirs: list[Sample] = []
+
+    def add(self, sample: Sample, prompt: list[Any]) -> None:
+        self.ours.append(sample)
+        self.tele.append(TelemetryClock.take())
+        self.trips.append(Trips.take())
+        self.prompts.append(prompt)
+
+    async def litellm(self) -> Timing:
+        """litellm's own client time on each prompt ctxmw sent, after all of ctxmw's calls."""
+        for prompt in self.prompts:
+            self.theirs.append(await timed(lambda p=prompt: litellm_call(p)))
+        return self
+
+    def medians(self) -> tuple[list[float], list[float], float, float]:
+        """Per column (wall, loop CPU, process CPU): ctxmw's and litellm's medians; telemetry
+        and trips."""
+        ours = [statistics.median(x) for x in zip(*self.ours, strict=True)]
+        theirs = [statistics.median(x) for x in zip(*self.theirs, strict=True)]
+        return ours, theirs, statistics.median(self.tele), statistics.median(self.trips)
 
 
 async def stateless(n: int, calls: int, folder: Path) -> Timing:
     fake = Instant()
     history = _balanced(transcript(n))
     save = folder / f"stateless-{n}.jsonl"
-    ours, tele, theirs = [], [], []
+    timing = Timing()
     for k in range(calls + 1):
         history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": f"go {k}"}]
-        TelemetryClock.take()
-        t0 = time.perf_counter()
-        await ctxmw.acompletion(MODEL, history, save_file=save, completion=fake)
-        elapsed = time.perf_counter() - t0
+        sample = await timed(
+            lambda h=history: ctxmw.acompletion(MODEL, h, save_file=save, completion=fake)
+        )
         history = [*history, {"role": "assistant", "content": "ok"}]
         if k:
-            ours.append(elapsed)
-            tele.append(TelemetryClock.take())
-            theirs.append(await litellm_time(fake.last))
-    return statistics.median(ours), statistics.median(tele), statistics.median(theirs)
+            timing.add(sample, fake.last)
+        else:  # the first call at a size indexes the history: not a warm call
+            TelemetryClock.take()
+            Trips.take()
+    return await timing.litellm()
 
 
 async def session_path(n: int, calls: int, folder: Path) -> Timing:
@@ -160,43 +260,57 @@ async def session_path(n: int, calls: int, folder: Path) -> Timing:
     lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)))
     save.write_text(lines)
     session = ctxmw.Session(MODEL, save_file=save, completion=fake)
-    ours, tele, theirs = [], [], []
+    timing = Timing()
     for k in range(calls + 1):
-        TelemetryClock.take()
-        t0 = time.perf_counter()
-        await session.ask(f"go {k}")
-        elapsed = time.perf_counter() - t0
+        sample = await timed(lambda k=k: session.ask(f"go {k}"))
         if k:
-            ours.append(elapsed)
-            tele.append(TelemetryClock.take())
-            theirs.append(await litellm_time(fake.last))
-    return statistics.median(ours), statistics.median(tele), statistics.median(theirs)
+            timing.add(sample, fake.last)
+        else:  # the first call at a size indexes the history: not a warm call
+            TelemetryClock.take()
+            Trips.take()
+    return await timing.litellm()
 
 
 async def part1(calls: int) -> None:
-    print("per call (median of", calls, "warm calls)")
     print(
-        f"{'messages':>9} {'path':>10} {'ctxmw':>10} {'litellm':>10} {'ctxmw/litellm':>14} "
-        f"{'telemetry':>10} {'telemetry/litellm':>18}",
+        f"per call, median of {calls} warm calls: wall, loop-thread CPU, process CPU "
+        "(ms; ctxmw | litellm | ctxmw/litellm)"
+    )
+    print(
+        f"{'messages':>8} {'path':>9} | {'wall':>6} {'loop':>6} {'proc':>6} | {'wall':>6} "
+        f"{'loop':>6} {'proc':>6} | {'wall':>6} {'loop':>6} {'proc':>6} | {'telemetry':>9} "
+        f"{'tele/litellm':>12} {'trips':>5}",
         flush=True,
     )
     TelemetryClock.install()
+    Trips.install()
+    await litellm_call([{"role": "user", "content": "warm-up"}])
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
             for name, path in (("stateless", stateless), ("session", session_path)):
-                ours, tele, theirs = await path(n, calls, Path(tmp))
+                timing = await path(n, calls, Path(tmp))
+                ours, theirs, tele, trips = timing.medians()
+                ms = " ".join(f"{x * 1e3:>6.2f}" for x in ours)
+                theirs_ms = " ".join(f"{x * 1e3:>6.2f}" for x in theirs)
+                ratios = " ".join(f"{a / b:>5.2f}x" for a, b in zip(ours, theirs, strict=True))
                 print(
-                    f"{n:>9} {name:>10} {ours * 1e3:>7.2f} ms {theirs * 1e3:>7.2f} ms "
-                    f"{ours / theirs:>13.2f}x {tele * 1e3:>7.2f} ms {tele / theirs:>17.3f}x",
+                    f"{n:>8} {name:>9} | {ms} | {theirs_ms} | {ratios} | {tele * 1e3:>6.2f} ms "
+                    f"{tele / theirs[0]:>11.3f}x {trips:>5.0f}",
                     flush=True,
                 )
 
 
 class GcWatch:
-    """The longest garbage-collection pass and the number of full ones, from ``gc.callbacks``."""
+    """The longest garbage-collection pass and the number of full ones, from ``gc.callbacks``.
+
+    ``longest_cpu`` is the CPU time of the thread running that pass (``time.thread_time``): a
+    pass whose wall time is much longer waited for a core (a loaded machine) or for the
+    interpreter lock (finalizers run during the pass may hand it to worker threads).
+    """
 
     def __init__(self) -> None:
-        self.longest, self.full, self._start = 0.0, 0, 0.0
+        self.longest, self.longest_cpu, self.full = 0.0, 0.0, 0
+        self._start = self._start_cpu = 0.0
 
     def __enter__(self) -> GcWatch:
         gc.callbacks.append(self._on)
@@ -207,9 +321,11 @@ class GcWatch:
 
     def _on(self, phase: str, info: dict[str, int]) -> None:
         if phase == "start":
-            self._start = time.perf_counter()
+            self._start, self._start_cpu = time.perf_counter(), time.thread_time()
             return
-        self.longest = max(self.longest, time.perf_counter() - self._start)
+        wall = time.perf_counter() - self._start
+        if wall > self.longest:
+            self.longest, self.longest_cpu = wall, time.thread_time() - self._start_cpu
         self.full += info["generation"] == 2
 
 
@@ -270,20 +386,25 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         if traced:
             tracemalloc.start()
         tick = asyncio.create_task(ticker(stop, worst))
-        t0 = time.perf_counter()
+        Trips.install()
+        Trips.take()
+        t0, c0 = time.perf_counter(), time.process_time()
         with GcWatch() as watch, StepWatch() as steps:
             await asyncio.gather(
                 *(one_session(Path(tmp), i, rounds, keep) for i in range(sessions))
             )
-        total = time.perf_counter() - t0
+        total, cpu = time.perf_counter() - t0, time.process_time() - c0
+        trips = Trips.take() / (sessions * rounds)
         stop.set()
         await tick
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
         print(
-            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total, "
+            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total "
+            f"({cpu:.1f} CPU s), "
             f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
-            f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms, "
-            f"{watch.full} full gc passes",
+            f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms "
+            f"({watch.longest_cpu * 1e3:.1f} ms CPU), "
+            f"{watch.full} full gc passes, {trips:.2f} worker-thread trips per call",
             flush=True,
         )
         if traced:

@@ -109,7 +109,7 @@ def _is_ctxmw(fn: object) -> bool:
 
 def message_dicts(messages: Sequence[Any]) -> list[Message]:
     """:func:`message_dict` of each message; a list of plain dicts is copied at C speed."""
-    if set(map(type, messages)) <= {dict}:
+    if list(map(type, messages)).count(dict) == len(messages):  # in C, no hashing
         return list(messages)
     return list(map(message_dict, messages))
 

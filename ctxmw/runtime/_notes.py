@@ -43,9 +43,20 @@ class HeldNotes:
             (n, c) for n, c in zip(notes, claims, strict=False) if isinstance(c, Claim)
         )
 
+    @property
+    def held(self) -> int:
+        """How many notes are held."""
+        return len(self._held)
+
     async def settle(self) -> None:
         """Every held note was committed: move its file to the removed folder."""
         await self._finish(lambda _: True, settle_them=True)
+
+    def settle_now(self) -> None:
+        """Worker thread: :meth:`settle`, for a caller folding it into a trip of its own."""
+        done, self._held = self._held, []
+        for _, held in done:
+            settle(held, self._keep)
 
     async def release(self, keep_notes: Sequence[Message] = ()) -> list[Message]:
         """Put back the files of the held notes, except those in ``keep_notes`` (by identity).

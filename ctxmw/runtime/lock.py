@@ -61,7 +61,11 @@ class SaveFileLock:
         Raises:
             SaveFileBusy: another live writer holds it.
         """
-        self._fd = await anyio.to_thread.run_sync(self._acquire)
+        await anyio.to_thread.run_sync(self.acquire_now)
+
+    def acquire_now(self) -> None:
+        """Worker thread: :meth:`acquire`, for a caller folding it into a trip of its own."""
+        self._fd = self._acquire()
         self.held = True
 
     async def release(self) -> None:
@@ -71,6 +75,12 @@ class SaveFileLock:
         self.held = False
         with anyio.CancelScope(shield=True):
             await anyio.to_thread.run_sync(self._release)
+
+    def release_now(self) -> None:
+        """Worker thread: :meth:`release`, for a caller folding it into a trip of its own."""
+        if self.held:
+            self.held = False
+            self._release()
 
     def _acquire(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)

@@ -161,6 +161,7 @@ def plan_history(
     *,
     hint: Sequence[Message] = (),
     keys: KeyCache | None = None,
+    same: int | None = None,
 ) -> Plan:
     """Line the caller's history up against the current revision.
 
@@ -172,9 +173,12 @@ def plan_history(
     The work grows with what is new. ``hint`` (the previous call's ``conversation``, whose
     messages are the same as ``stored``'s at the same positions) gives the common prefix by
     identity, then plain equality, without normalising a message; ``keys`` keeps the normal
-    keys an edit compares, so a message object is normalised once per conversation.
+    keys an edit compares, so a message object is normalised once per conversation. ``same``,
+    when the caller already measured it, is how many leading messages of ``given`` are
+    ``hint``'s (the same objects, or equal), so they are not compared again.
     """
-    conversation: Messages = list(given[: _same_prefix(hint, given, len(stored))])
+    n = min(same, len(stored)) if same is not None else _same_prefix(hint, given, len(stored))
+    conversation: Messages = given[:n]  # a new list: given is one
     i = j = len(conversation)
     while i < len(stored) and j < len(given):
         if same_message(stored[i], given[j]):

@@ -9,6 +9,12 @@ Decisions the specification leaves open:
 
 * The save_file is locked for one turn, not for the session's life; a session reloads the file
   at the start of a turn if another writer changed it in between.
+* A turn's file I/O takes as few worker-thread trips as the promises allow: one before the
+  first model call (take the lock, see whether the file changed, list the inbox for the
+  ``inbox`` strategy), a second only to read a changed file; one per commit (every unsaved
+  round in one write and fsync, the delivered inbox files settled, then the lock given back
+  by the turn's last commit, or the inbox listed for the next round). The round is on disk
+  before the call returns.
 * A turn's input (the user message) is written together with the first round, so a provider
   error before any round completed leaves no dangling user message. The session keeps that
   input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
@@ -51,6 +57,7 @@ from typing import Any
 from uuid import uuid4
 
 import anyio
+from anyio import to_thread
 
 from ctxmw._litellm import (
     CompletionFn,
@@ -61,6 +68,9 @@ from ctxmw._litellm import (
     stream_chunk_builder,
 )
 from ctxmw.errors import MaxRoundsExceeded, UsageError
+from ctxmw.inbox import inbox_dir
+from ctxmw.inbox._files import FileEntry
+from ctxmw.messages._incremental import common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
@@ -71,10 +81,11 @@ from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.runtime.transcript import TranscriptFile, encode_lines
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.strategies.inbox import inbox, list_for_delivery, listed_in_advance
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 
@@ -148,6 +159,7 @@ class Session:
             self.settings,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
+        self._lists_inbox = any(fn is inbox for _, fn in self.strategies)
         self.on_call = list(on_call)
         self._system = system
         self._completion = completion
@@ -168,13 +180,26 @@ class Session:
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self._clock = clock
-        self.recorder = CallRecorder(
-            session or (str(self._path) if self._path is not None else f"session-{uuid4().hex}"),
-            save_file=self._path,
-            settings=self.settings,
-            on_call=self.on_call,
-        )
+        self._session_id = session
+        # Built on first use: a stateless call resumes its conversation's recorder instead.
+        self._recorder: CallRecorder | None = None
+
+    @property
+    def recorder(self) -> CallRecorder:
         """The telemetry of this session: one record per model call (ledger, logger, hooks)."""
+        if self._recorder is None:
+            path = self._path
+            self._recorder = CallRecorder(
+                self._session_id or (str(path) if path is not None else f"session-{uuid4().hex}"),
+                save_file=path,
+                settings=self.settings,
+                on_call=self.on_call,
+            )
+        return self._recorder
+
+    @recorder.setter
+    def recorder(self, recorder: CallRecorder) -> None:
+        self._recorder = recorder
 
     @property
     def save_file(self) -> Path | None:
@@ -304,9 +329,10 @@ class Session:
                 "stream=True cannot be combined with Python callables in tools: the tool loop "
                 "needs whole responses. Stream without tools, or drop stream=True."
             )
-        lock = await self._lock()
+        lock = self._new_lock()
         try:
-            turn = await self._begin(history)
+            turn = await self._begin(history, lock)
+            turn.lock = lock
             stream, prompt = await self._send(turn, 0)
         except BaseException:
             await self._notes.release(self._pending)
@@ -321,41 +347,70 @@ class Session:
             built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
-                await self._commit(turn)
+                await self._commit(turn, last=True)  # gives the lock back in the same trip
 
         async def close() -> None:
             await self._notes.release(self._pending)  # a stream that broke committed nothing
             if lock is not None:
-                await lock.release()
+                await lock.release()  # no trip when the commit gave it back
 
         return PersistingStream(stream, complete, close)
 
     @contextlib.asynccontextmanager
     async def _turn(self, history: Sequence[Any] | None = None) -> AsyncIterator[Turn]:
         async with self._busy:
-            lock = await self._lock()
+            lock = self._new_lock()
             try:
-                yield await self._begin(history)
+                turn = await self._begin(history, lock)
+                turn.lock = lock
+                yield turn
             except BaseException:
                 await self._notes.release(self._pending)  # carried, but not committed
                 raise
             finally:
                 if lock is not None:
-                    await lock.release()
+                    await lock.release()  # no trip when the turn's last commit gave it back
 
-    async def _lock(self) -> SaveFileLock | None:
-        if self._path is None:
+    def _new_lock(self) -> SaveFileLock | None:
+        return SaveFileLock(self._path) if self._path is not None else None
+
+    async def _open(self, lock: SaveFileLock | None) -> tuple[Path, list[FileEntry]] | None:
+        """One worker-thread trip before a turn: take the lock, see whether the save_file
+        changed, and list the inbox when the real ``inbox`` strategy runs; a changed file is
+        then read (a second trip, only then). Returns the inbox listing, if made.
+        """
+        file = self._file
+        if file is None:
+            self._loaded = True
             return None
-        lock = SaveFileLock(self._path)
-        await lock.acquire()
-        return lock
+        folder = inbox_dir(file.path) if self._lists_inbox else None
+        loaded = self._loaded
 
-    async def _begin(self, history: Sequence[Any] | None) -> Turn:
-        await self._sync()
+        def work() -> tuple[bool, list[FileEntry] | None]:
+            if lock is not None:
+                lock.acquire_now()
+            stale = not loaded or file.changed_now()
+            return stale, list_for_delivery(folder) if folder is not None else None
+
+        stale, entries = await to_thread.run_sync(work)
+        if stale:
+            await self._reload()
+        self._loaded = True
+        return (folder, entries) if folder is not None and entries is not None else None
+
+    async def _begin(self, history: Sequence[Any] | None, lock: SaveFileLock | None) -> Turn:
+        listing = await self._open(lock)
+        turn = self._plan_turn(history)
+        turn.listing = listing
+        return turn
+
+    def _plan_turn(self, history: Sequence[Any] | None) -> Turn:
         if history is None:
             return self._start_turn(list(self._messages))
-        given = message_dicts(history)
-        plan = plan_history(self._messages, self._ours, given, hint=self._hint, keys=self._keys)
+        given, same = self._given(history)
+        plan = plan_history(
+            self._messages, self._ours, given, hint=self._hint, keys=self._keys, same=same
+        )
         if plan.edit is not None:
             self._forget_keys(given)
         turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
@@ -364,6 +419,21 @@ class Session:
         turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
+
+    def _given(self, history: Sequence[Any]) -> tuple[Messages, int]:
+        """The caller's messages as dicts, and how many lead with the previous call's (hint).
+
+        One comparison at C speed finds the messages the previous call already converted and
+        lined up (the same objects, or equal ones: those are then the previous call's dicts);
+        only the rest is converted.
+        """
+        hint = self._hint
+        same = common_prefix(hint, history) if hint else 0
+        if not same:
+            return message_dicts(history), 0
+        given = hint[:same]
+        given += message_dicts(history[same:])
+        return given, same
 
     def _start_turn(self, working: Messages) -> Turn:
         turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
@@ -379,6 +449,11 @@ class Session:
 
     async def _sync(self) -> None:
         if self._file is not None and (not self._loaded or await self._file.changed()):
+            await self._reload()
+        self._loaded = True
+
+    async def _reload(self) -> None:
+        if self._file is not None:
             self._messages = await self._file.load()
             self._ours = list(self._file.ours)
             self._hint, self._keys = [], {}
@@ -390,14 +465,13 @@ class Session:
                     len(self._unsaved),
                 )
                 self._unsaved = []
-        self._loaded = True
 
     async def _loop(self, turn: Turn) -> Any:
         for round_ in range(self.max_rounds):
             response, message = await self._round(turn, round_)
             calls = tool_calls_of(message)
             if not calls or not self._runnable(calls):
-                await self._commit(turn)
+                await self._commit(turn, last=True)
                 return response
             results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
             turn.add_round(results)
@@ -431,9 +505,11 @@ class Session:
             now=self._clock(),
         )
         trace: list[tuple[str, Messages]] = []
+        listing, turn.listing = turn.listing, None
         try:
             try:
-                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+                with listed_in_advance(*listing) if listing else contextlib.nullcontext():
+                    prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
             notes = delivered_notes(ctx)
@@ -509,7 +585,9 @@ class Session:
             kwargs["tools"] = self.tools.schemas
         return kwargs
 
-    async def _commit(self, turn: Turn) -> None:
+    async def _commit(self, turn: Turn, *, last: bool = False) -> None:
+        """Write what the turn added, settle its inbox notes and, when ``last``, give the lock
+        back: one worker-thread trip (none when there is nothing to do)."""
         # Shielded: a cancellation must not leave the file and the memory disagreeing.
         with anyio.CancelScope(shield=True):
             new, edit = turn.take_unwritten(), turn.take_edit()
@@ -523,11 +601,28 @@ class Session:
                 self._hint, turn.hint = turn.hint, None
             if self._file is not None and (new or edit is not None):
                 self._unsaved.append((new, edit, ours))
-            while self._file is not None and self._unsaved:
-                batch, batch_edit, batch_ours = self._unsaved[0]
-                await self._file.append(batch, edit=batch_edit, ours=batch_ours)
-                self._unsaved.pop(0)
-            await self._notes.settle()
+            await self._write_out(turn, last=last)
+
+    async def _write_out(self, turn: Turn, *, last: bool) -> None:
+        """The commit's one trip: every unsaved round in one write and fsync, the inbox notes
+        settled, then the lock given back (``last``) or the inbox listed for the next round."""
+        file, notes = self._file, self._notes
+        data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
+        lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
+        folder = inbox_dir(file.path) if file and self._lists_inbox and not last else None
+
+        def work() -> list[FileEntry] | None:
+            if file is not None and data:
+                file.write_now(data)
+            notes.settle_now()
+            if lock is not None:
+                lock.release_now()
+            return list_for_delivery(folder) if folder is not None else None
+
+        if data or notes.held or lock is not None or folder is not None:
+            entries = await to_thread.run_sync(work)
+            turn.listing = (folder, entries) if folder is not None and entries is not None else None
+        self._unsaved = []
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         # Without Python tools there is no loop: one call, its response returned (the promise).

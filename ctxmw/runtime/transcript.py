@@ -31,7 +31,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import aiofiles
 import anyio
 import anyio.to_thread
 
@@ -42,6 +41,8 @@ from ctxmw.types import Message, Messages
 __all__ = ["TranscriptFile", "dump_line", "encode_lines"]
 
 logger = logging.getLogger("ctxmw")
+
+_APPEND_FLAGS = os.O_WRONLY | os.O_APPEND | os.O_CREAT | getattr(os, "O_CLOEXEC", 0)
 
 
 def dump_line(message: Message) -> bytes:
@@ -118,7 +119,8 @@ class TranscriptFile:
     async def append(
         self, messages: Sequence[Message], *, edit: Edit | None = None, ours: Sequence[bool] = ()
     ) -> None:
-        """Append with one write and an fsync: ``edit`` (if any) first, then ``messages``.
+        """Append with one write and an fsync (one worker-thread trip): ``edit`` (if any) first,
+        then ``messages``.
 
         Args:
             messages: appended to the current revision; nothing is written when there are none
@@ -130,11 +132,9 @@ class TranscriptFile:
             SaveFileWriteError: the write failed (disk full, permissions); nothing was written.
         """
         if messages or edit is not None:
-            data = encode_lines(messages, edit=edit, ours=ours)
-            try:
-                await self._append(data)
-            except OSError as exc:
-                raise SaveFileWriteError(str(self.path), exc) from exc
+            await anyio.to_thread.run_sync(
+                self.write_now, encode_lines(messages, edit=edit, ours=ours)
+            )
 
     def _load(self, keep_earlier: bool) -> Revisions:
         try:
@@ -157,25 +157,42 @@ class TranscriptFile:
         self.ours = list(revisions.ours)
         return revisions
 
-    async def _append(self, data: bytes) -> None:
-        created = not await anyio.Path(self.path).exists()
-        await anyio.Path(self.path.parent).mkdir(parents=True, exist_ok=True)
-        async with aiofiles.open(self.path, "ab", buffering=0, opener=_owner_only) as handle:
-            await handle.truncate(self._good)  # drops a torn tail; a no-op otherwise
+    def changed_now(self) -> bool:
+        """Worker thread: :meth:`changed`, for a caller folding it into a trip of its own."""
+        return _identity(self.path) != self._seen
+
+    def write_now(self, data: bytes) -> None:
+        """Worker thread: append ``data`` (whole lines) with one ``write`` and an ``fsync``.
+
+        Raises:
+            SaveFileWriteError: the write failed; the file is cut back to where it began.
+        """
+        try:
+            self._write(data)
+        except OSError as exc:
+            raise SaveFileWriteError(str(self.path), exc) from exc
+
+    def _write(self, data: bytes) -> None:
+        created = not self.path.exists()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = _owner_only(str(self.path), _APPEND_FLAGS)
+        try:
+            os.ftruncate(fd, self._good)  # drops a torn tail; a no-op otherwise
             try:
                 view = memoryview(data)
                 while view:
-                    view = view[await handle.write(view) or 0 :]
-                await anyio.to_thread.run_sync(os.fsync, handle.fileno())
+                    view = view[os.write(fd, view) :]
+                os.fsync(fd)
             except BaseException:
-                with anyio.CancelScope(shield=True):
-                    await handle.truncate(self._good)  # never leave half a round behind
-                    self._seen = await anyio.to_thread.run_sync(_identity, self.path)
+                os.ftruncate(fd, self._good)  # never leave half a round behind
+                self._seen = _identity(self.path)
                 raise
+        finally:
+            os.close(fd)
         if created:
-            await anyio.to_thread.run_sync(_fsync_dir, self.path.parent)
+            _fsync_dir(self.path.parent)
         self._good += len(data)
-        self._seen = await anyio.to_thread.run_sync(_identity, self.path)
+        self._seen = _identity(self.path)
 
 
 def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bool]:

@@ -17,8 +17,11 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
+from ctxmw.inbox._files import FileEntry
+from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Edit
 from ctxmw.types import Message, Messages, StrategyContext
 
@@ -43,6 +46,10 @@ class Turn:
         ours: ids of the messages this turn's loop produced for Python callables.
         hint: a stateless caller's conversation (its own message objects), the same messages
             as the record's at the same positions once the turn's first round is committed.
+        listing: the inbox folder and its listing, made in the trip that took the lock, for
+            the ``inbox`` strategy of the turn's first round (later rounds list it again).
+        lock: the save_file's lock, held for the turn; the turn's last commit gives it back in
+            the same worker-thread trip as its write.
     """
 
     working: Messages
@@ -54,6 +61,8 @@ class Turn:
     stateless: bool = False
     ours: set[int] = field(default_factory=set)
     hint: Messages | None = None
+    listing: tuple[Path, list[FileEntry]] | None = None
+    lock: SaveFileLock | None = None
 
     def stage(self, messages: Sequence[Message]) -> None:
         """Add messages of the caller (user input, tool results it computed) to the turn."""

@@ -27,10 +27,18 @@ Decisions where the specification is silent:
   quietly; two readers never both deliver one file.
 - A blank file other than ``abort`` is consumed but not shown: an empty user message is
   rejected by several providers.
+
+Cost per call: one worker-thread trip lists the inbox (putting back a dead reader's claims, then
+the settled listing of :func:`~ctxmw.inbox._files.scan_settled`), or none when the caller already
+made that listing in a trip of its own (a ``Session`` does, with its lock, before a turn's first
+round: :func:`listed_in_advance`); each delivered file then costs its own trips.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +53,39 @@ from ctxmw.inbox._files import ABORT, FileEntry, Skipped, scan_settled
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["inbox"]
+__all__ = ["inbox", "list_for_delivery", "listed_in_advance"]
+
+# The listing a caller made in a worker-thread trip of its own, for the next inbox run of this
+# task (see listed_in_advance): a box the first run empties, so a second run lists again.
+_in_advance: ContextVar[list[tuple[Path, list[FileEntry]]] | None] = ContextVar(
+    "ctxmw_inbox_in_advance", default=None
+)
+
+
+def list_for_delivery(folder: Path) -> list[FileEntry]:
+    """Worker thread: put back a dead reader's claims, then list ``folder`` settled."""
+    recover(folder)
+    return scan_settled(folder)
+
+
+@contextmanager
+def listed_in_advance(folder: Path, entries: list[FileEntry]) -> Iterator[None]:
+    """Let the first ``inbox`` run inside the block use ``entries`` instead of listing ``folder``.
+
+    ``entries`` must come from :func:`list_for_delivery` (in a worker thread, just before).
+    """
+    token = _in_advance.set([(folder, entries)])
+    try:
+        yield
+    finally:
+        _in_advance.reset(token)
+
+
+def _listed(folder: Path) -> list[FileEntry] | None:
+    box = _in_advance.get()
+    if not box or box[0][0] != folder:
+        return None
+    return box.pop()[1]
 
 
 @register_strategy("inbox")
@@ -54,8 +94,9 @@ async def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
     if ctx.save_file is None:
         return messages
     folder, removed = inbox_dir(ctx.save_file), inbox_removed_dir(ctx.save_file)
-    await to_thread.run_sync(recover, folder)
-    entries = await to_thread.run_sync(scan_settled, folder)
+    entries = _listed(folder)
+    if entries is None:
+        entries = await to_thread.run_sync(list_for_delivery, folder)
     delivered: Messages = []
     files: list[str] = []
     claims: list[Claim] = []
