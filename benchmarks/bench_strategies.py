@@ -33,7 +33,12 @@ from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
 
 MODEL = "openai/gpt-4o-mini"
-LISTS = ("default", "shorten_tools_epoch_increment", "shorten_tools_economic,cache_breakpoints")
+LISTS = (
+    "default",
+    "shorten_tools_epoch_increment",
+    "shorten_tools_economic,cache_breakpoints",
+    "repair_tool_pairs,shorten_tools",
+)
 
 
 def round_of(k: int) -> Messages:
@@ -93,10 +98,10 @@ async def conversation(
     return kept_ms, fresh_ms, rebuilt_ms
 
 
-async def run(sizes: list[int], calls: int) -> None:
+async def run(sizes: list[int], calls: int, lists: list[str]) -> None:
     print(f"{'messages':>9} {'strategies':<42} {'kept':>8} {'fresh':>8} {'rebuilt':>8} ratio")
     for size in sizes:
-        for chain in LISTS:
+        for chain in lists:
             kept, fresh, rebuilt = await conversation(size, chain, calls, MODEL)
             print(
                 f"{size:>9} {chain:<42} {kept:>6.2f}ms {fresh:>6.2f}ms {rebuilt:>6.2f}ms "
@@ -108,9 +113,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--sizes", default="2000,10000", help="comma-separated message counts")
     parser.add_argument("--calls", type=int, default=15, help="calls per conversation")
+    parser.add_argument(
+        "--lists",
+        default=";".join(LISTS),
+        help="strategy lists separated by ';' (each a comma-separated prompt_strategies)",
+    )
     args = parser.parse_args()
     sizes = [int(part) for part in args.sizes.split(",") if part.strip()]
-    anyio.run(run, sizes, args.calls)
+    lists = [part.strip() for part in args.lists.split(";") if part.strip()]
+    anyio.run(run, sizes, args.calls, lists)
     return 0
 
 

@@ -9,19 +9,70 @@ ones, for a renderer that passes unchanged messages on as this call's own object
 :func:`resume_point` steps back to the start of a tool group
 that is still open there, whose pairing the new messages may change.
 
-Nothing here keeps state: the callers store the previous input beside what they derived.
+The callers store the previous input beside what they derived. The strategy chain compares its
+own input with the previous call's once per call and publishes the answer (:class:`Shared`) in
+the session's memo until a strategy returns another list: the helpers of the strategies that
+read that input (the tool index, the renderer, the economic fold) compare the very same two
+lists, so :func:`common_prefix` and :func:`same_prefix` answer from it, and :func:`kept_copy`
+hands them the chain's copy to keep (one copy of the input per call, not one per helper).
 """
 
 from __future__ import annotations
 
-import operator
 from collections.abc import Sequence
+from dataclasses import dataclass
+from operator import is_, is_not
 from typing import Any
 
-__all__ = ["MAX_MEMO_MESSAGES", "common_prefix", "resume_point", "same_prefix"]
+from ctxmw.messages._memo import active_memo
+
+__all__ = [
+    "MAX_MEMO_MESSAGES",
+    "SHARED_SLOT",
+    "Shared",
+    "common_prefix",
+    "kept_copy",
+    "resume_point",
+    "same_prefix",
+]
+
+SHARED_SLOT = "chain:shared"
 
 MAX_MEMO_MESSAGES = 200_000
 """Inputs longer than this are not kept in a memo (each strategy keeps one list per owner)."""
+
+
+@dataclass(slots=True)
+class Shared:
+    """How the chain's input relates to the previous call's: found once per call, by the chain.
+
+    Attributes:
+        previous: the previous call's input, as the chain kept it (helpers kept this object).
+        inputs: this call's input, a copy nobody changes (what helpers keep for the next call).
+        equal: ``inputs[:equal] == previous[:equal]`` (identity first).
+        same: ``inputs[:same]`` are ``previous``'s own objects.
+        source: the chain's input list, while the strategies that pass it on unchanged run.
+    """
+
+    previous: list[Any]
+    inputs: list[Any]
+    equal: int
+    same: int
+    source: list[Any] | None = None
+
+
+def _shared(current: Any) -> Shared | None:
+    memo = active_memo()
+    found = memo.get(SHARED_SLOT) if memo is not None else None
+    if isinstance(found, Shared) and found.source is current:
+        return found
+    return None
+
+
+def kept_copy(messages: Sequence[Any]) -> list[Any]:
+    """A copy of ``messages`` for a memo to keep: the chain's own while its first strategy runs."""
+    found = _shared(messages)
+    return found.inputs if found is not None else list(messages)
 
 
 def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
@@ -29,6 +80,14 @@ def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
 
     Two byte strings (the renderer's tier runs) are compared byte by byte the same way.
     """
+    found = _shared(current)
+    if found is not None and found.previous is previous:
+        return found.equal
+    return compare_prefix(previous, current)
+
+
+def compare_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
+    """:func:`common_prefix`, always compared."""
     m = min(len(previous), len(current))
     head: Sequence[Any]
     tail: Sequence[Any]
@@ -51,11 +110,20 @@ def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
 
 def same_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
     """How many of the first ``upto`` messages of ``current`` are ``previous``'s own objects."""
-    flags = list(map(operator.is_, previous[:upto], current[:upto]))
-    try:
-        return flags.index(False)
-    except ValueError:
+    found = _shared(current)
+    if found is not None and found.previous is previous:
+        return min(found.same, upto)
+    return identical_prefix(previous, current, upto)
+
+
+def identical_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
+    """:func:`same_prefix`, always compared (one C-speed pass when all are the same)."""
+    head, tail = previous, current  # map stops at the shorter: no copies
+    if upto < min(len(previous), len(current)):
+        head, tail = previous[:upto], current[:upto]
+    if all(map(is_, head, tail)):
         return upto
+    return bytes(map(is_not, head, tail)).index(1)
 
 
 def resume_point(messages: Sequence[Any], k: int) -> int:

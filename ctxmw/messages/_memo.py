@@ -20,7 +20,14 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any, ParamSpec, TypeVar
 
-__all__ = ["DEFAULT_MAX_BYTES", "BoundedCache", "memoised", "session_cache", "session_memo"]
+__all__ = [
+    "DEFAULT_MAX_BYTES",
+    "BoundedCache",
+    "active_memo",
+    "memoised",
+    "session_cache",
+    "session_memo",
+]
 
 P = ParamSpec("P")
 R = TypeVar("R")
@@ -43,6 +50,11 @@ def session_memo(memo: dict[str, Any] | None) -> Iterator[dict[str, Any]]:
         yield active
     finally:
         _current.reset(token)
+
+
+def active_memo() -> dict[str, Any] | None:
+    """The memo of the running chain (None outside one)."""
+    return _current.get()
 
 
 def session_cache(slot: str, max_bytes: int = DEFAULT_MAX_BYTES) -> BoundedCache | None:

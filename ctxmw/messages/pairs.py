@@ -13,7 +13,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    kept_copy,
+    resume_point,
+)
 from ctxmw.messages._memo import memoised
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_arguments, call_name
@@ -136,7 +141,7 @@ def index_tools(
         indexer = seen[1].truncate(start, messages) if start > 0 else _Indexer()
         indexer.feed(messages, start)
     if len(messages) <= MAX_MEMO_MESSAGES:
-        memo[key] = (list(messages), indexer)
+        memo[key] = (kept_copy(messages), indexer)
     else:
         memo.pop(key, None)
     return indexer.index

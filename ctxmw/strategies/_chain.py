@@ -8,10 +8,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxmw._litellm import message_dict
 from ctxmw.errors import Aborted, StrategyError, UsageError
+from ctxmw.messages._incremental import SHARED_SLOT
 from ctxmw.messages._memo import session_memo
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
+from ctxmw.strategies._chain_input import chain_input
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
 
@@ -114,19 +115,37 @@ async def apply_strategies(
             "messages must be a list of OpenAI-format message dicts, "
             f"got {type(messages).__name__}."
         )
-    # A new list (a strategy that appends to its input cannot touch the caller's), with litellm
-    # Message objects as dicts: strategies read dicts, and would skip anything else.
-    current: Messages = list(messages)
-    if set(map(type, current)) - {dict}:  # at C speed: most callers pass dicts only
-        current = [_as_dict(m) for m in current]
     # What strategies derive from the transcript is cached in the session's memo (this call's
     # own without a session), never for the process: it goes when the conversation does.
-    with session_memo(ctx.memo):
+    with session_memo(ctx.memo) as memo:
+        # A new list (a strategy that appends to its input cannot touch the caller's), dicts.
+        kept = memo if ctx.memo is not None else None
+        current = chain_input(messages, kept, _input_slot(strategies))
         for name, strategy in strategies:
-            current = await _run_one(name, strategy, current, ctx)
+            if not _built_in(strategy):
+                # A strategy of the caller's may change its input list before a helper reads it.
+                memo.pop(SHARED_SLOT, None)
+            try:
+                result = await _run_one(name, strategy, current, ctx)
+            except BaseException:
+                memo.pop(SHARED_SLOT, None)
+                raise
+            if result is not current:
+                memo.pop(SHARED_SLOT, None)  # it describes the chain's input only
+            current = result
             if trace is not None:
                 trace.append((name, current))
+        memo.pop(SHARED_SLOT, None)
     return current
+
+
+def _input_slot(strategies: Sequence[NamedStrategy]) -> str:
+    # One kept input per chain: replay runs a second chain on each prompt with the same memo.
+    return "chain:input:" + ",".join(name for name, _ in strategies)
+
+
+def _built_in(strategy: Strategy) -> bool:
+    return str(getattr(strategy, "__module__", "")).startswith("ctxmw.strategies.")
 
 
 async def _run_one(
@@ -144,18 +163,6 @@ async def _run_one(
         problem = TypeError(f"returned {type(result).__name__}, expected a list of messages")
         raise StrategyError(name, problem)
     return result
-
-
-def _as_dict(message: Any) -> Any:
-    """Dicts as they are (the same object); litellm/pydantic Messages and mappings as dicts.
-
-    Anything else is left alone: malformed material is kept and the validator reports it.
-    """
-    if isinstance(message, dict):
-        return message
-    if isinstance(message, Mapping) or hasattr(message, "model_dump"):
-        return message_dict(message)
-    return message
 
 
 def _callable_name(strategy: Strategy) -> str:

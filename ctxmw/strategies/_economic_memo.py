@@ -15,7 +15,12 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, resume_point
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    kept_copy,
+    resume_point,
+)
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.settings import Settings
 
@@ -149,7 +154,7 @@ def resume_fold(
             state.points.append(i)
             state.states.append(fold)
     last = step(fold, len(messages))
-    state.inputs, state.cold = list(messages), frozenset(cold)
+    state.inputs, state.cold = kept_copy(messages), frozenset(cold)
     if memo is not None:
         if len(messages) <= MAX_MEMO_MESSAGES:
             memo[slot] = state

@@ -12,6 +12,7 @@ head + the same summary + the growing tail, so its prefix is byte-identical from
 from __future__ import annotations
 
 import hashlib
+from bisect import bisect_left
 from collections import Counter as Tally
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -25,6 +26,7 @@ from ctxmw.messages.blocks import tool_result_ids
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_names, role_of
 from ctxmw.settings import Settings
+from ctxmw.strategies._fold_memo import kept_counts, turn_starts
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = [
@@ -56,12 +58,20 @@ class Fold:
         return self.end - self.start
 
 
-def measure(messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter | None) -> Budget:
+def measure(
+    messages: Sequence[Any],
+    ctx: StrategyContext,
+    counter: TokenCounter | None,
+    *,
+    slot: str = "fold:input",
+) -> Budget:
     """The budget of ``messages`` for this call's model and settings.
 
     In a session (``ctx.memo``), each message object is counted once: its count is kept beside
     it, so a growing transcript only counts its new messages however long it gets (a cache keyed
     by content and bounded by bytes would, past its bound, miss on every message of every call).
+    The counts by position are kept under ``slot``: the strategy's input's (the default, which
+    also lets go of the messages no longer sent), or its prompt's.
     """
     s = ctx.settings
     if ctx.memo is None:
@@ -76,31 +86,19 @@ def measure(messages: Sequence[Any], ctx: StrategyContext, counter: TokenCounter
     name = ctx.model or ""
     return budget_from_counts(
         messages,
-        _session_counts(messages, count, name, ctx.memo),
+        kept_counts(
+            messages,
+            ctx.memo,
+            (count, name),
+            slot,
+            lambda new: count_messages(count, name, new),
+            prune=slot == "fold:input",
+        ),
         0,
         window=s.context_window if s.context_window is not None else input_window(ctx.model),
         output_reservation=s.output_reservation,
         overhead=count.overhead_tokens(name),
     )
-
-
-def _session_counts(
-    messages: Sequence[Any], count: TokenCounter, model: str, memo: dict[str, Any]
-) -> list[int]:
-    """Token counts of ``messages``, reusing those of the same objects seen by earlier calls."""
-    seen = memo.get("fold:counts")
-    if seen is None or seen[0] is not count or seen[1] != model:
-        seen = memo["fold:counts"] = (count, model, {})
-    known: dict[int, tuple[Any, int]] = seen[2]
-    new = [msg for msg in messages if known.get(id(msg), (None,))[0] is not msg]
-    for msg, tokens in zip(new, count_messages(count, model, new), strict=True):
-        known[id(msg)] = (msg, tokens)
-    out = [known[id(msg)][1] for msg in messages]
-    if len(known) > 2 * len(messages) + 1024:  # messages no longer sent: let them go
-        live = {id(msg) for msg in messages}
-        for key in [k for k in known if k not in live]:
-            del known[key]
-    return out
 
 
 def due_fold(
@@ -115,19 +113,22 @@ def due_fold(
     stats.update(utilisation=round(before.utilisation, 4), band=before.band, folded=0)
     if before.utilisation < ctx.settings.compact_trigger:
         return None
-    return plan_fold(messages, ctx.settings)
+    return plan_fold(
+        messages, ctx.settings, turn_starts(messages, ctx.memo, f"fold:starts:{name}", _starts_turn)
+    )
 
 
-def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
-    """The stepped range to fold, or None when there is nothing to fold."""
+def plan_fold(
+    messages: Sequence[Any], settings: Settings, turns: Sequence[int] | None = None
+) -> Fold | None:
+    """The stepped range to fold, or None when there is nothing to fold.
+
+    ``turns``: the index of every message that starts a turn, when known (the kept ones).
+    """
     head = _head_end(messages)
-    # A turn starts at any message but a tool result: an OpenAI ``tool`` message, or a user
-    # message answering Anthropic-native tool_use blocks (it must stay with its tool_use).
-    starts = [
-        i
-        for i in range(head, len(messages))
-        if role_of(messages[i]) != "tool" and not tool_result_ids(messages[i])
-    ]
+    if turns is None:
+        turns = [i for i in range(len(messages)) if _starts_turn(messages[i])]
+    starts = turns[bisect_left(turns, head) :]
     keep = settings.compact_keep_recent
     if len(starts) <= keep:
         return None
@@ -136,6 +137,12 @@ def plan_fold(messages: Sequence[Any], settings: Settings) -> Fold | None:
     stepped = head + ((limit - head) // step) * step
     end = max((i for i in starts if i <= stepped), default=head)
     return Fold(head, end) if end > head else None
+
+
+def _starts_turn(msg: Any) -> bool:
+    # A turn starts at any message but a tool result: an OpenAI ``tool`` message, or a user
+    # message answering Anthropic-native tool_use blocks (it must stay with its tool_use).
+    return role_of(msg) != "tool" and not tool_result_ids(msg)
 
 
 def _head_end(messages: Sequence[Any]) -> int:

@@ -30,7 +30,7 @@ from typing import Any
 
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.errors import UsageError
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix
+from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, kept_copy
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
@@ -128,7 +128,7 @@ def _tokens(
     for tokens in count_messages(counter, model, messages[len(kept.totals) - 1 :]):
         total += tokens
         kept.totals.append(total)
-    kept.inputs = list(messages)
+    kept.inputs = kept_copy(messages)
     if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
         memo[_COUNTED] = kept
     return total

@@ -13,7 +13,9 @@ byte-stable between steps.
 from __future__ import annotations
 
 from ctxmw.context.tokens import TokenCounter
+from ctxmw.settings import Settings
 from ctxmw.strategies._fold import (
+    Fold,
     due_fold,
     measure,
     mechanical_summary,
@@ -21,6 +23,7 @@ from ctxmw.strategies._fold import (
     splice,
     survival_loss,
 )
+from ctxmw.strategies._fold_memo import kept_result
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
@@ -45,15 +48,27 @@ class Compact:
             return messages
         stats = ctx.stats["compact"]
         patterns = ctx.settings.resolved_durable_patterns
-        text = mechanical_summary(messages, fold, patterns)
-        lost = survival_loss(messages, fold, text, ctx.settings)
+        text, lost = kept_result(
+            messages,
+            fold.end,
+            (fold, patterns),
+            ctx.memo,
+            "compact:summary",
+            lambda: _summary(messages, fold, ctx.settings),
+        )
         if lost:
             stats["lost"] = len(lost)
             return refuse("compact", lost, messages, ctx)
         out = splice(messages, fold, text)
-        after = measure(out, ctx, self.counter)
+        after = measure(out, ctx, self.counter, slot="fold:prompt:compact")
         stats.update(folded=fold.size, utilisation_after=round(after.utilisation, 4))
         return out
+
+
+def _summary(messages: Messages, fold: Fold, settings: Settings) -> tuple[str, list[str]]:
+    """The mechanical summary of ``fold`` and the durable items it would lose."""
+    text = mechanical_summary(messages, fold, settings.resolved_durable_patterns)
+    return text, survival_loss(messages, fold, text, settings)
 
 
 compact = register_strategy("compact")(Compact())

@@ -1,19 +1,37 @@
-"""``repair_tool_pairs``: drop what breaks tool-call pairing, for imported broken histories."""
+"""``repair_tool_pairs``: drop what breaks tool-call pairing, for imported broken histories.
+
+In a session, the input it last found clean is kept in the memo: a call re-checks only from the
+last point before the first changed message where no tool group or tool_use block is open (the
+pairing rules are local from such a point on), so a clean growing transcript costs its new
+messages. A problem anywhere sends it back to the full scan, which names every problem.
+"""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
+from ctxmw.messages._incremental import (
+    MAX_MEMO_MESSAGES,
+    common_prefix,
+    kept_copy,
+    resume_point,
+)
+from ctxmw.messages.blocks import tool_use_ids
 from ctxmw.messages.validate import Pairing, scan
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["repair_tool_pairs"]
 
+_CLEAN = "repair_tool_pairs:clean"
+
 
 @register_strategy("repair_tool_pairs")
 def repair_tool_pairs(messages: Messages, ctx: StrategyContext) -> Messages:
     """Drop orphaned tool calls and results so the transcript validates."""
+    if _clean(messages, ctx.memo):
+        return messages
     pairing = scan(messages)
     if not pairing.problems:
         return messages
@@ -28,6 +46,31 @@ def repair_tool_pairs(messages: Messages, ctx: StrategyContext) -> Messages:
         *pairing.problems[0],
     )
     return out
+
+
+def _clean(messages: Messages, memo: dict[str, Any] | None) -> bool:
+    """True when ``messages`` has no pairing problem, read from the kept clean input on."""
+    kept: list[Any] | None = memo.get(_CLEAN) if memo is not None else None
+    start = _clean_point(messages, common_prefix(kept, messages)) if kept is not None else 0
+    clean = not scan(messages[start:] if start else messages).problems
+    if memo is not None:
+        if clean and len(messages) <= MAX_MEMO_MESSAGES:
+            memo[_CLEAN] = kept_copy(messages)
+        else:
+            memo.pop(_CLEAN, None)
+    return clean
+
+
+def _clean_point(messages: Sequence[Any], k: int) -> int:
+    """The last index at or before ``k`` where a clean prefix leaves nothing open.
+
+    A group still open there (its results may follow) or a tool_use block in the message before
+    (its tool_result belongs to the next one) moves the point back.
+    """
+    point = resume_point(messages, k)
+    while point > 0 and tool_use_ids(messages[point - 1]):
+        point = resume_point(messages, point - 1)
+    return point
 
 
 def _repair_one(i: int, msg: Any, pairing: Pairing) -> Any:

@@ -35,18 +35,27 @@ def shorten_tools(messages: Messages, ctx: StrategyContext) -> Messages:
     return out
 
 
-def _regions(
-    messages: Messages, index: ToolIndex, s: Settings
-) -> tuple[list[Region], list[Region]]:
-    """Regions of each call's arguments and result, walking newest to oldest."""
+def _regions(messages: Messages, index: ToolIndex, s: Settings) -> tuple[bytes, bytes]:
+    """Regions of each call's arguments and result, walking newest to oldest.
+
+    The walk stops at the first call past every tier count once the budget is spent (and the
+    current turn, if protected, is behind): every older call is dropped, whatever its size.
+    """
     n = len(index.calls)
-    calls = [Region.FULL] * n
-    results = [Region.FULL] * n
+    calls = bytearray(n)  # Region.FULL is 0
+    results = bytearray(n)
     budget = _Budget(s.max_tool_chars)
+    deepest = max(s.full_tool_outputs, s.resolved_max_tool_outputs, s.full_tool_calls)
+    deepest = max(deepest, s.max_tool_calls)
+    protect = s.shorten_tools_protect_current_turn
     for p, call in enumerate(reversed(index.calls), start=1):
         f0 = n - p
+        current = protect and call.result_index > index.last_user_index
+        if p > deepest and budget.spent() and not current:
+            calls[: f0 + 1] = results[: f0 + 1] = _DROPPED * (f0 + 1)
+            break
         output = _size(messages[call.result_index].get("content"))
-        if s.shorten_tools_protect_current_turn and call.result_index > index.last_user_index:
+        if current:
             # Kept full, and like any call kept full it spends the budget: it protects the
             # turn, not older calls.
             budget.spend(output + _size(call.arguments))
@@ -56,7 +65,10 @@ def _regions(
         if Region.DROPPED in (results[f0], calls[f0]):
             # A pair is dropped whole: beyond either maximum, both sides go.
             results[f0] = calls[f0] = Region.DROPPED
-    return calls, results
+    return bytes(calls), bytes(results)
+
+
+_DROPPED = bytes([Region.DROPPED])
 
 
 class _Budget:
@@ -72,6 +84,10 @@ class _Budget:
 
     def spend(self, size: int) -> None:
         self.retained += size
+
+    def spent(self) -> bool:
+        """True once nothing more can be kept full."""
+        return self.retained >= self.limit
 
     def take(self, size: int) -> bool:
         if self.retained < self.limit:
