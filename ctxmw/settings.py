@@ -173,6 +173,13 @@ class Settings(BaseSettings):
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
         "break-even; 2.0 risks less against sending everything).",
     )
+    economic_guard: float | None = Field(
+        1.05,
+        ge=1.0,
+        description="shorten_tools_economic: a move waits while it would take the schedule's "
+        "estimated running cost over this multiple of what sending everything would have cost "
+        "so far: the bound on its estimated cost x none at every call point (None: no guard).",
+    )
 
     telemetry: bool = Field(
         True,

@@ -170,3 +170,58 @@ def _block_holds(block: dict[str, Any], message: dict[str, Any]) -> bool:
     if message.get("role") == "tool":
         return bool(block.get("tool_use_id") == message["tool_call_id"])
     return bool(block.get("text") == message["content"][-1]["text"])
+
+
+def _long_head_session(calls: int) -> Messages:
+    from tests.transcripts import adjacent_calls
+
+    source = adjacent_calls(calls)
+    source[0] = {"role": "system", "content": "rules " * 8000}  # ~12k tokens: worth a mark
+    return source
+
+
+@pytest.mark.anyio
+async def test_the_head_is_marked_before_the_compaction_notice() -> None:
+    c = ctx()
+    chain = resolve_strategies("shorten_tools_economic,cache_breakpoints", c.settings)
+    trace: list[tuple[str, Messages]] = []
+    prompt = await apply_strategies(_long_head_session(400), chain, c, trace=trace)
+    compacted = trace[0][1]
+    notice = next(i for i, m in enumerate(compacted) if m.get("role") == "user" and i > 1)
+    assert compacted[notice]["content"].startswith("[")  # the notice, just after the task
+    assert [1, "1h"] in c.stats["cache_breakpoints"]["marks"]
+    assert is_marked(prompt[1])
+    assert not is_marked(prompt[notice])
+    assert len(marked(prompt)) <= MAX_BREAKPOINTS
+
+
+def test_a_small_head_or_no_tool_group_gets_no_head_mark() -> None:
+    from tests.transcripts import adjacent_calls
+
+    for messages in (
+        adjacent_calls(30),  # a head of a few tokens is under the cache minimum
+        [{"role": "system", "content": "rules " * 8000}, {"role": "user", "content": "hi"}],
+    ):
+        c = ctx()
+        cache_breakpoints(messages, c)
+        assert [t for _, t in c.stats["cache_breakpoints"]["marks"]] == ["5m"] * len(
+            c.stats["cache_breakpoints"]["marks"]
+        )
+
+
+@pytest.mark.anyio
+async def test_a_boundary_move_reads_the_head_back_under_breakpoints() -> None:
+    from ctxmw.replay import replay
+    from ctxmw.telemetry.counters import ApproxCounter
+
+    result = await replay(
+        {"t": _long_head_session(400)},
+        ["default"],
+        model=CLAUDE,
+        counter=ApproxCounter(),
+        optimal=False,
+    )
+    moves = [c for c in result.strategies["default"].calls if c.broke]
+    assert moves
+    # Every move re-reads at least the head (~12k tokens) instead of writing it again.
+    assert all(c.splits["breakpoints"].reads >= 10_000 for c in moves)

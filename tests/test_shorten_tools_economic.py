@@ -88,7 +88,7 @@ def test_without_a_cache_every_call_that_reclaims_moves() -> None:
 
 def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
     source = adjacent_calls(400)
-    s = Settings()
+    s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
@@ -126,7 +126,7 @@ def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
     from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 
     source = adjacent_calls(400)
-    s = Settings()
+    s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
     ctx = StrategyContext(settings=s, model=SONNET)
     chain = resolve_strategies("shorten_tools_economic,cache_breakpoints", s)
     trace: list[tuple[str, Messages]] = []
@@ -146,7 +146,7 @@ def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
     # No mark sits at the head's end, so after a move the head is written again, not read.
     source = adjacent_calls(120)
     source[0] = {"role": "system", "content": "rules " * 8000}
-    s = Settings()
+    s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
@@ -161,7 +161,7 @@ def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
             assert rent >= s.economic_break_even * moved * (econ.write - econ.read), p
             boundary, rent = at[p], 0.0
     # Automatic prefix caching reads the head back: the same session moves sooner.
-    gpt = moves_of(source, SONNET, cache_rule="openai")
+    gpt = moves_of(source, SONNET, cache_rule="openai", economic_guard=None)
     assert gpt[0][0] < moves[0][0]
 
 
@@ -251,3 +251,90 @@ def test_bad_economic_settings_name_the_variable(monkeypatch: Any) -> None:
     monkeypatch.setenv("CTXMW_CACHE_TTL", "-5")
     with pytest.raises(SettingsError, match="CTXMW_CACHE_TTL"):
         Settings()
+
+
+def _price(econ: Any, prompt: float, cached: float) -> float:
+    """One prompt's estimated cost, written apart from the strategy's own."""
+    if not econ.caches(prompt):
+        return float(prompt * econ.input)
+    reads = cached if econ.caches(cached) else 0.0
+    return float(reads * econ.read + (prompt - reads) * econ.write)
+
+
+def running_costs(
+    messages: Messages, model: str | None, cold: frozenset[int] = frozenset(), **overrides: Any
+) -> list[tuple[float, float, float]]:
+    """(the schedule's, none's) estimated cost so far at every call point, and the part of the
+    schedule's spent on calls whose prompt, or previous prompt, is under the cache minimum."""
+    s = Settings(**overrides)
+    sizes = measure(messages, index_tools(messages), s)
+    econ = economics(model, s)
+    at = dict(economic_moves(sizes, points(messages), econ, s, cold))
+    # Automatic caches read the head back after a move; a breakpoint move rewrites it.
+    head = sizes.head if econ.rule != "breakpoints" and econ.caches(sizes.head) else 0.0
+    boundary, sent, plain_sent, ours, none, slack, out = 0, 0.0, 0.0, 0.0, 0.0, 0.0, []
+    for p in points(messages):
+        plain = sizes.prompt(p, 0, s)
+        none += _price(econ, plain, 0.0 if p in cold else plain_sent)
+        cached = 0.0 if p in cold else (min(head, sent) if p in at else sent)
+        boundary = at.get(p, boundary)
+        prompt = sizes.prompt(p, boundary, s)
+        cost = _price(econ, prompt, cached)
+        ours += cost
+        if not econ.caches(prompt) or (p not in cold and not econ.caches(sent)):
+            slack += cost
+        sent, plain_sent = prompt, plain
+        out.append((ours, none, slack))
+    return out
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(messages=transcripts(max_turns=60), cold=st.sets(st.integers(0, 400), max_size=5))
+def test_the_running_cost_never_exceeds_the_guard_times_none(
+    messages: Messages, cold: set[int]
+) -> None:
+    # The bound the README states, in the schedule's own estimate: at every call point, not
+    # counting calls under the cache minimum (nothing of them is cached either way).
+    for guard in (1.0, 1.02, Settings().economic_guard):
+        for model in (None, SONNET):
+            tight = {**SMALL, "economic_guard": guard}
+            for ours, none, slack in running_costs(messages, model, frozenset(cold), **tight):
+                assert ours <= guard * none + slack + 1e-12
+
+
+def _uniform(calls: int, chars: int) -> Messages:
+    source = adjacent_calls(calls)
+    for m in source:
+        if m["role"] == "tool":
+            m["content"] = "x" * chars + m["content"][-12:]
+    return [*source, {"role": "assistant", "content": "Done."}]
+
+
+def test_a_move_that_would_cost_more_than_none_waits() -> None:
+    from ctxmw.replay import replay
+    from ctxmw.telemetry.counters import ApproxCounter
+
+    # Ending just after the break-even move, this session cost 1.038x none under automatic
+    # caching: the rewrite was bought and the session ended before it paid back. A guard of
+    # 1.02 bounds that too.
+    for calls in range(17, 30):
+        result = anyio.run(
+            partial(
+                replay,
+                {"t": _uniform(calls, 1000)},
+                ["default"],
+                model="gpt-4o",
+                counter=ApproxCounter(),
+                settings={"economic_guard": 1.02},
+                optimal=False,
+            )
+        )
+        ratio = result.strategies["default"].cost["auto"] / result.strategies["none"].cost["auto"]
+        assert ratio <= 1.02, calls
+
+
+def test_the_guard_lets_a_long_session_move() -> None:
+    # Savings banked: the guard does not stop a long session from being compacted.
+    guarded = moves_of(_uniform(300, 1000), "gpt-4o", economic_guard=1.02)
+    assert guarded
+    assert moves_of(_uniform(300, 1000), "gpt-4o", economic_guard=None)[0][0] <= guarded[0][0]

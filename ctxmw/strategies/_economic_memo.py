@@ -39,12 +39,20 @@ class FoldState:
         rent: rent paid since the boundary last moved.
         moves: how many times it moved.
         previous: the boundary before the last move.
+        spent: estimated cost of the prompts sent so far (USD, or input-price units).
+        baseline: what sending everything (``none``) would have cost so far, estimated alike.
+        sent: estimated tokens of this call point's prompt.
+        plain: estimated tokens of ``none``'s prompt at this call point.
     """
 
     boundary: int = 0
     rent: float = 0.0
     moves: int = 0
     previous: int = 0
+    spent: float = 0.0
+    baseline: float = 0.0
+    sent: float = 0.0
+    plain: float = 0.0
 
 
 @dataclass(slots=True)

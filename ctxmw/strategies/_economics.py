@@ -52,11 +52,12 @@ class Economics:
 
     @property
     def head_read(self) -> bool:
-        """Whether a rewritten prompt still reads its unchanged head from the cache.
+        """Whether the schedule may count on a rewritten prompt reading its head from the cache.
 
-        Automatic prefix caches do; a breakpoint cache reads only up to a mark, and none sits
-        at the head's end (the marks are at the stable prefix and the end), so a move
-        rewrites the head too.
+        Automatic prefix caches do. A breakpoint cache does only from a mark at the head's end:
+        ``cache_breakpoints`` puts one there, but a client that marks only the end of each
+        prompt does not, so the schedule prices a breakpoint move as rewriting the head too
+        (the head mark then makes the move cheaper than priced, never dearer).
         """
         return self.rule != "breakpoints"
 

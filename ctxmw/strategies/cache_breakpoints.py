@@ -10,7 +10,12 @@ from ``cache_control_injection_points`` when the strategy is built with them):
 2. the end of the stable prefix (the last message before the current epoch's new calls), with
    a 1-hour TTL: that prefix stays byte-stable for the whole epoch, so it still pays when the
    tail moves or the agent pauses longer than 5 minutes;
-3. bridges (5 minutes) every 20 blocks back from the tail while the tail is further than that
+3. the end of the head (the last message before the first tool group and the compaction
+   notice: the system prompt, the task), 1 hour, when it is at least the cache minimum (four
+   characters a token) and ends before the stable prefix: an epoch boundary rewrites the
+   prompt after the head, and this mark lets that call read the head back instead of writing
+   it again;
+4. bridges (5 minutes) every 20 blocks back from the tail while the tail is further than that
    from the stable prefix, so the previous call's tail is still found after a long step.
 
 The epoch comes from the epoch strategy's ``ctx.stats`` entry (``keep_full`` minus
@@ -43,7 +48,7 @@ from ctxmw.telemetry.marks import (
     plan_marks,
 )
 from ctxmw.telemetry.marks import with_mark as _with_mark
-from ctxmw.telemetry.rules import uses_breakpoints
+from ctxmw.telemetry.rules import cache_minimum, uses_breakpoints
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["CacheBreakpoints", "cache_breakpoints"]
@@ -68,7 +73,13 @@ class CacheBreakpoints:
         marks, marked = _existing_marks(messages, ctx.memo)
         budget = MAX_BREAKPOINTS - marks - len(injected)
         taken = injected | marked
-        plan = plan_marks(messages, head=_stable_end(messages, ctx), taken=taken, budget=budget)
+        stable = _stable_end(messages, ctx)
+        # The head's mark comes after the tail's and the stable prefix's, before bridges.
+        room = budget >= (2 if stable is None else 3)
+        head = _head_end(messages, ctx, stable, taken) if room else None
+        plan = plan_marks(messages, head=stable, taken=taken, budget=budget - (head is not None))
+        if head is not None:
+            plan = sorted([*plan, (head, "1h")])
         ctx.stats["cache_breakpoints"] = {"marks": [[i, ttl] for i, ttl in plan]}
         if not plan:
             return messages
@@ -81,6 +92,7 @@ class CacheBreakpoints:
 cache_breakpoints = register_strategy("cache_breakpoints")(CacheBreakpoints())
 
 _SLOT = "cache_breakpoints:marks"
+_CHARS_PER_TOKEN = 4  # a head's size is estimated, as the economic schedule does
 
 
 @dataclass(slots=True)
@@ -123,6 +135,37 @@ def _stable_end(messages: Messages, ctx: StrategyContext) -> int | None:
         return None
     # The assistant message that opens the first new call's group ends the stable prefix.
     return index.calls[len(index.calls) - new_calls].call_index - 1
+
+
+def _head_end(
+    messages: Messages, ctx: StrategyContext, stable: int | None, taken: set[int]
+) -> int | None:
+    """Index of the last message of the head (before the first tool group and the compaction
+    notice), worth its own mark: a boundary move rewrites the prompt after it, and this mark
+    lets that call read the head from the cache. None where it would not pay: no tool group
+    yet, the head already marked or ending at the stable prefix, or under the cache minimum.
+    """
+    index = index_tools(messages, ctx.memo, "cache_breakpoints")
+    if not index.groups:
+        return None
+    end = next(iter(index.groups)) - 1  # groups are keyed in message order
+    if end >= 0 and _has_notice(ctx):
+        end -= 1  # the notice sits just before the first surviving group and changes per move
+    if end < 0 or (stable is not None and end >= stable) or any(i <= end for i in taken):
+        return None
+    chars = sum(len(str(m.get("content") or "")) for m in messages[: end + 1])
+    return (
+        end if chars // _CHARS_PER_TOKEN >= cache_minimum("breakpoints", ctx.model or "") else None
+    )
+
+
+def _has_notice(ctx: StrategyContext) -> bool:
+    """Whether a strategy of this chain compacted or dropped messages (and put its notice)."""
+    return any(
+        entry.get("messages_compacted", 0) or entry.get("messages_dropped", 0)
+        for entry in ctx.stats.values()
+        if "pinned" in entry
+    )
 
 
 def _epoch_calls(ctx: StrategyContext, index: ToolIndex) -> int | None:

@@ -17,6 +17,14 @@ the prompt would not fit the window, when nothing is cached anyway (the ``none``
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
 
+The guard (``economic_guard``, 1.05; None turns it off): beside the fold the schedule keeps
+its own estimated running cost and what sending everything (``none``) would have cost so far.
+A move that would take the first over ``economic_guard`` times the second waits until the
+savings banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
+prefix plus the same new messages), so at every call point the estimated cost is at most the
+guard times ``none``'s, moves forced by the window and calls under the cache minimum (nothing
+cached either way) excepted.
+
 Sizes are estimated from characters (four per token), which is all a decision needs; ``ctxmw
 replay`` measures the real tokens. Each past call point's decision depends only on the
 transcript before it, so a resumed or stateless conversation gets the same boundaries; the
@@ -29,7 +37,7 @@ from __future__ import annotations
 
 from bisect import bisect_left
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from ctxmw.messages.pairs import ToolIndex, index_tools
@@ -134,16 +142,37 @@ def _step(
     n = sizes.calls_before(point)
     stay = sizes.prompt(point, state.boundary, settings)
     moved = sizes.prompt(point, n, settings)
+    plain = sizes.prompt(point, 0, settings)
+    is_cold = point in cold
+    baseline = state.baseline + _cost(econ, plain, 0.0 if is_cold else state.plain)
+    kept = _cost(econ, stay, 0.0 if is_cold else state.sent)
     if moved >= stay:
-        return state
+        return replace(state, spent=state.spent + kept, baseline=baseline, sent=stay, plain=plain)
     # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
     rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
-    # A breakpoint cache rewrites the head too: no mark sits at its end.
-    purchase = max(moved - (sizes.head if econ.head_read else 0.0), 0.0) * (econ.write - econ.read)
-    forced = stay > econ.limit or point in cold or not econ.caches(stay)
-    if forced or rent >= settings.economic_break_even * purchase:
-        return FoldState(n, 0.0, state.moves + 1, state.boundary)
-    return FoldState(state.boundary, rent, state.moves, state.previous)
+    # A move rewrites the prompt after the head. Automatic caches read the head back; a
+    # breakpoint move is priced as rewriting it too (a client may mark only the end).
+    head = sizes.head if econ.head_read and econ.caches(sizes.head) else 0.0
+    purchase = max(moved - head, 0.0) * (econ.write - econ.read)
+    spent = state.spent + _cost(econ, moved, 0.0 if is_cold else min(head, state.sent))
+    forced = stay > econ.limit or is_cold or not econ.caches(stay)
+    # The guard: a move that would take the running cost over the guard times none's waits
+    # until the savings banked so far cover it (staying never costs more than none's call).
+    guard = settings.economic_guard
+    within = guard is None or spent <= guard * baseline
+    if forced or (within and rent >= settings.economic_break_even * purchase):
+        return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
+    return FoldState(
+        state.boundary, rent, state.moves, state.previous, state.spent + kept, baseline, stay, plain
+    )
+
+
+def _cost(econ: Economics, prompt: float, cached: float) -> float:
+    """Estimated cost of one prompt whose first ``cached`` tokens are in the cache."""
+    if not econ.caches(prompt):
+        return prompt * econ.input
+    reads = cached if econ.caches(cached) else 0.0
+    return reads * econ.read + (prompt - reads) * econ.write
 
 
 def boundary_plan(
@@ -164,7 +193,13 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         return messages
     econ = economics(ctx.model, s)
     cold = _cold_points(messages, ctx, econ)
-    key = (econ, s.economic_full_tool_calls, s.economic_compacted_tool_calls, s.economic_break_even)
+    key = (
+        econ,
+        s.economic_full_tool_calls,
+        s.economic_compacted_tool_calls,
+        s.economic_break_even,
+        s.economic_guard,
+    )
 
     def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
         sizes = _sizes(table, messages, index)
