@@ -4,7 +4,6 @@ its memo bounded, and leaves no cyclic garbage behind."""
 from __future__ import annotations
 
 import gc
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -17,6 +16,7 @@ from ctxmw.strategies import _regions, cache_breakpoints, shorten_tools_economic
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import marks
 from ctxmw.types import Messages, StrategyContext
+from tests._incremental import CallCounter, growing_rounds
 from tests.transcripts import adjacent_calls, call, group
 
 SMALL = Settings(
@@ -35,25 +35,6 @@ SONNET = "anthropic/claude-sonnet-4-5"
 def _run(messages: Messages, chain: str, memo: dict[str, Any], model: str | None = None) -> Any:
     ctx = StrategyContext(settings=SMALL, model=model, memo=memo)
     return anyio.run(apply_strategies, messages, resolve_strategies(chain, SMALL), ctx)
-
-
-def _rounds(start: int, n: int) -> Iterator[Messages]:
-    history = adjacent_calls(start)
-    for k in range(n):
-        history = [*history, *group([call(f"new{k}", "read", path=f"n{k}")], [f"out {k}" * 40])]
-        yield history
-
-
-class _Counter:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
-        self.n = 0
-        original = getattr(module, name)
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.n += 1
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, counted)
 
 
 def test_common_prefix_by_identity_then_equality() -> None:
@@ -81,10 +62,10 @@ def test_resume_point_steps_back_to_an_open_group() -> None:
 def test_an_appended_round_renders_only_the_new_messages(
     monkeypatch: pytest.MonkeyPatch, chain: str
 ) -> None:
-    rendered = _Counter(monkeypatch, _regions, "_render_one")
+    rendered = CallCounter(monkeypatch, _regions, "_render_one")
     memo: dict[str, Any] = {}
     sizes = []
-    for history in _rounds(40, 6):
+    for history in growing_rounds(40, 6):
         before = rendered.n
         _run(history, chain, memo)
         sizes.append(rendered.n - before)
@@ -95,9 +76,9 @@ def test_an_appended_round_renders_only_the_new_messages(
 
 
 def test_an_appended_round_indexes_only_the_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    closed = _Counter(monkeypatch, pairs, "_close_call")
+    closed = CallCounter(monkeypatch, pairs, "_close_call")
     memo: dict[str, Any] = {}
-    for history in _rounds(40, 4):
+    for history in growing_rounds(40, 4):
         before = closed.n
         _run(history, "shorten_tools_epoch", memo)
     # The new result, and the previous group's (the history ended inside that group: another
@@ -106,7 +87,7 @@ def test_an_appended_round_indexes_only_the_new_messages(monkeypatch: pytest.Mon
 
 
 def test_an_edited_middle_message_indexes_from_there(monkeypatch: pytest.MonkeyPatch) -> None:
-    closed = _Counter(monkeypatch, pairs, "_close_call")
+    closed = CallCounter(monkeypatch, pairs, "_close_call")
     memo: dict[str, Any] = {}
     history = adjacent_calls(30)
     _run(history, "shorten_tools_epoch", memo)
@@ -119,19 +100,19 @@ def test_an_edited_middle_message_indexes_from_there(monkeypatch: pytest.MonkeyP
 def test_the_economic_fold_decides_only_the_new_call_points(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    steps = _Counter(monkeypatch, shorten_tools_economic, "_step")
+    steps = CallCounter(monkeypatch, shorten_tools_economic, "_step")
     memo: dict[str, Any] = {}
-    for history in _rounds(40, 4):
+    for history in growing_rounds(40, 4):
         before = steps.n
         _run(history, "shorten_tools_economic", memo)
     assert steps.n - before == 2  # the new round's assistant message and the call itself
 
 
 def test_cache_breakpoints_reads_only_the_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    counted = _Counter(monkeypatch, cache_breakpoints, "count_marks")
+    counted = CallCounter(monkeypatch, cache_breakpoints, "count_marks")
     assert cache_breakpoints.count_marks is not marks.count_marks
     memo: dict[str, Any] = {}
-    for history in _rounds(10, 4):
+    for history in growing_rounds(10, 4):
         before = counted.n
         _run(history, "cache_breakpoints", memo, model=SONNET)
     # The new round, and the previous last message, which this strategy marked last time.
@@ -141,7 +122,7 @@ def test_cache_breakpoints_reads_only_the_new_messages(monkeypatch: pytest.Monke
 def test_the_memo_holds_one_entry_per_strategy_whatever_the_calls() -> None:
     memo: dict[str, Any] = {}
     lengths = []
-    for history in _rounds(40, 12):
+    for history in growing_rounds(40, 12):
         _run(history, "shorten_tools_economic,cache_breakpoints", memo, model=SONNET)
         lengths.append(len(memo))
     assert len(set(lengths[1:])) == 1
@@ -160,7 +141,7 @@ def test_inputs_over_the_bound_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> 
 def test_calls_with_a_kept_memo_leave_no_cyclic_garbage() -> None:
     chain = "shorten_tools_economic,shorten_tools_epoch_increment,cache_breakpoints,inbox"
     memo: dict[str, Any] = {}
-    histories = list(_rounds(60, 8))
+    histories = list(growing_rounds(60, 8))
     _run(histories[0], chain, memo, model=SONNET)  # imports and first-use caches
     gc.collect()
     gc.set_debug(gc.DEBUG_SAVEALL)

@@ -21,6 +21,7 @@ from ctxmw.messages.form import role_of as validate_role
 from ctxmw.strategies import _chain_input, _fold, _tiers, shorten_tools
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
+from tests._incremental import CallCounter, growing_rounds
 from tests.transcripts import adjacent_calls, call, group
 
 TIGHT = Settings(
@@ -38,30 +39,11 @@ def _run(messages: Messages, chain: str, memo: dict[str, Any]) -> tuple[Messages
     return out, ctx.stats
 
 
-def _rounds(start: int, n: int) -> Iterator[Messages]:
-    history = adjacent_calls(start)
-    for k in range(n):
-        history = [*history, *group([call(f"new{k}", "read", path=f"n{k}")], [f"out {k}" * 40])]
-        yield history
-
-
-class _Counter:
-    def __init__(self, monkeypatch: pytest.MonkeyPatch, module: Any, name: str) -> None:
-        self.n = 0
-        original = getattr(module, name)
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            self.n += 1
-            return original(*args, **kwargs)
-
-        monkeypatch.setattr(module, name, counted)
-
-
 def test_repair_tool_pairs_rechecks_only_the_new_messages(monkeypatch: pytest.MonkeyPatch) -> None:
-    turns = _Counter(monkeypatch, validate, "_close_turn")
+    turns = CallCounter(monkeypatch, validate, "_close_turn")
     memo: dict[str, Any] = {}
     visits = []
-    for history in _rounds(200, 4):
+    for history in growing_rounds(200, 4):
         before = turns.n
         out, _ = _run(history, "repair_tool_pairs", memo)
         assert out == history  # nothing dropped
@@ -96,9 +78,9 @@ def test_repair_tool_pairs_an_edit_rechecks_from_there() -> None:
 def test_shorten_tools_budget_walk_stops_at_the_dropped_calls(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    tiers = _Counter(monkeypatch, shorten_tools, "_tier")
+    tiers = CallCounter(monkeypatch, shorten_tools, "_tier")
     memo: dict[str, Any] = {}
-    for history in _rounds(300, 3):
+    for history in growing_rounds(300, 3):
         before = tiers.n
         out, stats = _run(history, "shorten_tools", memo)
         assert stats["shorten_tools"]["calls_dropped"] > 290
@@ -110,7 +92,7 @@ def test_shorten_tools_budget_walk_stops_at_the_dropped_calls(
 def test_the_pairing_pass_looks_only_at_groups_by_the_drop_edge(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    looked = _Counter(monkeypatch, _tiers, "_keep_whole")
+    looked = CallCounter(monkeypatch, _tiers, "_keep_whole")
     history = adjacent_calls(300)
     history += group([call("a", "read", path="a"), call("b", "read", path="b")], ["x", "y"])
     _run(history, "shorten_tools", {})
@@ -135,7 +117,7 @@ class _Mapping(Mapping[str, Any]):
 
 def test_the_first_strategy_keeps_one_copy_of_the_input() -> None:
     memo: dict[str, Any] = {}
-    for history in _rounds(60, 3):
+    for history in growing_rounds(60, 3):
         _run(history, "shorten_tools_epoch", memo)
     index_inputs = memo["tool_index:shorten_tools_epoch"][0]
     assert memo["render:shorten_tools_epoch"].inputs is index_inputs
@@ -150,7 +132,7 @@ def test_a_warm_call_checks_the_types_of_the_new_messages_only(
     original = _chain_input._mixed
     monkeypatch.setattr(_chain_input, "_mixed", lambda ms: checked.append(len(ms)) or original(ms))
     memo: dict[str, Any] = {}
-    for history in _rounds(100, 3):
+    for history in growing_rounds(100, 3):
         _run(history, "shorten_tools_epoch", memo)
     assert checked[0] > 200
     assert checked[1:] == [2, 2]
@@ -184,7 +166,7 @@ def test_a_callers_first_strategy_that_edits_its_input_gets_no_stale_resume() ->
         return messages
 
     memo: dict[str, Any] = {}
-    for history in _rounds(10, 3):
+    for history in growing_rounds(10, 3):
         ctx = StrategyContext(settings=TIGHT, memo=memo)
         chain = [("edits", edits), *resolve_strategies("shorten_tools_epoch", TIGHT)]
         warm = anyio.run(apply_strategies, history, chain, ctx)
@@ -196,7 +178,7 @@ def test_a_callers_first_strategy_that_edits_its_input_gets_no_stale_resume() ->
 
 def test_a_strategy_that_passes_its_input_on_shares_it_with_the_next() -> None:
     memo: dict[str, Any] = {}
-    for history in _rounds(60, 3):
+    for history in growing_rounds(60, 3):
         _run(history, "repair_tool_pairs,shorten_tools_epoch", memo)
     clean = memo["repair_tool_pairs:clean"]
     assert memo["tool_index:shorten_tools_epoch"][0] is clean
@@ -209,8 +191,8 @@ FOLDING = Settings(context_window=4_000, compact_keep_recent=4, summary_step=20)
 def test_compact_between_steps_reads_only_the_new_messages(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    roles = _Counter(monkeypatch, _fold, "role_of")
-    texts = _Counter(monkeypatch, _fold, "message_text")
+    roles = CallCounter(monkeypatch, _fold, "role_of")
+    texts = CallCounter(monkeypatch, _fold, "message_text")
     counted: list[int] = []
     original = _fold.count_messages
     monkeypatch.setattr(
