@@ -5,9 +5,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import pytest
 
-from ctxmw.types import Messages
+from ctxmw import Settings
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call, group
 
 
@@ -31,3 +34,22 @@ class CallCounter:
             return original(*args, **kwargs)
 
         monkeypatch.setattr(module, name, counted)
+
+
+# Small windows, so a few hundred calls already drop, compact and group.
+TIGHT = Settings(
+    full_tool_outputs=2,
+    max_tool_calls=4,
+    max_tool_chars=2_000,
+    short_output_length=60,
+    short_string_length=30,
+)
+
+
+def run_chain(
+    messages: Messages, chain: str, memo: dict[str, Any], settings: Settings = TIGHT
+) -> tuple[Messages, dict[str, Any]]:
+    """``chain`` applied to ``messages`` with ``memo`` kept: the prompt and the stats."""
+    ctx = StrategyContext(settings=settings, memo=memo)
+    out = anyio.run(apply_strategies, messages, resolve_strategies(chain, settings), ctx)
+    return out, ctx.stats

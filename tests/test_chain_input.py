@@ -1,0 +1,91 @@
+"""strategies/_chain_input.py: the chain's input as dicts, compared once per call with the last."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+import pytest
+
+from ctxmw.messages._incremental import SHARED_SLOT
+from ctxmw.strategies import _chain_input
+from ctxmw.strategies._chain_input import chain_input
+from tests._incremental import growing_rounds, run_chain
+from tests.transcripts import adjacent_calls, call, group
+
+
+class _Mapping(Mapping[str, Any]):
+    """A caller's message type that is not a dict but compares equal to one."""
+
+    def __init__(self, data: dict[str, Any]) -> None:
+        self.data = data
+
+    def __getitem__(self, key: str) -> Any:
+        return self.data[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.data)
+
+    def __len__(self) -> int:
+        return len(self.data)
+
+
+def test_the_input_is_a_new_list_of_dicts_and_the_callers_is_left_alone() -> None:
+    history: list[Any] = list(adjacent_calls(6))
+    history[3] = _Mapping(dict(history[3]))
+    before = list(history)
+    for memo in (None, {}):
+        out = chain_input(history, memo, "chain:input:x")
+        assert out is not history
+        assert out == [dict(m) for m in before]
+        assert all(type(m) is dict for m in out)
+        assert history == before
+        assert history[3] is before[3]
+
+
+def test_a_kept_slot_converts_only_what_is_past_the_identical_head() -> None:
+    memo: dict[str, Any] = {}
+    history: list[Any] = list(adjacent_calls(6))
+    history[2] = _Mapping(dict(history[2]))
+    first = chain_input(history, memo, "chain:input:x")
+    longer = [*history, _Mapping({"role": "user", "content": "more"})]
+    second = chain_input(longer, memo, "chain:input:x")
+    assert second[2] is first[2]  # the head's conversion is reused, not made again
+    assert second[-1] == {"role": "user", "content": "more"}
+    assert type(second[-1]) is dict
+    assert SHARED_SLOT in memo  # the comparison is published for the strategies' helpers
+    # Another slot (another chain on the same memo) starts afresh.
+    assert chain_input(longer, memo, "chain:input:y") == second
+
+
+def test_a_warm_call_checks_the_types_of_the_new_messages_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    checked: list[int] = []
+    original = _chain_input._mixed
+    monkeypatch.setattr(_chain_input, "_mixed", lambda ms: checked.append(len(ms)) or original(ms))
+    memo: dict[str, Any] = {}
+    for history in growing_rounds(100, 3):
+        run_chain(history, "shorten_tools_epoch", memo)
+    assert checked[0] > 200
+    assert checked[1:] == [2, 2]
+
+
+def test_non_dict_messages_are_converted_as_afresh_with_a_kept_memo() -> None:
+    memo: dict[str, Any] = {}
+    history: list[Any] = list(adjacent_calls(20))
+    history[5] = _Mapping(dict(history[5]))
+    for k in range(4):
+        extra = group([call(f"m{k}", "read", path=f"m{k}")], [f"out {k}" * 40])
+        # Some rounds come as mappings, some as dicts; the head is sent again as it was.
+        history = [*history, *(map(_Mapping, extra) if k % 2 else extra)]
+        warm, _ = run_chain(history, "shorten_tools_epoch", memo)
+        fresh, _ = run_chain(history, "shorten_tools_epoch", {})
+        assert warm == fresh
+        assert all(type(m) is dict for m in warm)
+    rebuilt = [dict(m) if isinstance(m, dict) else _Mapping(dict(m)) for m in history]
+    out, _ = run_chain(rebuilt, "shorten_tools_epoch", memo)
+    assert out == fresh
+    # Equal dicts rebuilt by the caller: the prompt shows this call's objects.
+    assert out[0] is rebuilt[0]
+    assert out[-4] is rebuilt[-4]  # the last dict round (the last one came as mappings)
