@@ -26,7 +26,15 @@ from typing import Any
 
 from ctxmw.messages.normal import normal_message
 
-__all__ = ["DigestCache", "canonical_bytes", "canonical_json", "payload_digest", "tools_digest"]
+__all__ = [
+    "DigestCache",
+    "canonical_bytes",
+    "canonical_json",
+    "has_cache_mark",
+    "message_digest",
+    "payload_digest",
+    "tools_digest",
+]
 
 _DIGEST_SIZE = 16
 
@@ -40,6 +48,13 @@ def canonical_bytes(message: Mapping[str, Any]) -> bytes:
     return json.dumps(
         _unmarked(message), separators=(",", ":"), ensure_ascii=False, default=_fallback
     ).encode("utf-8", "surrogatepass")
+
+
+def message_digest(message: Mapping[str, Any]) -> bytes:
+    """A message's digest, over its normal form: re-sent in the caller's own spelling, the same."""
+    return hashlib.blake2b(
+        canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
+    ).digest()
 
 
 def canonical_json(value: Any) -> str:
@@ -120,20 +135,18 @@ class DigestCache:
         self._seen = []
 
     def _compute(self, key: int, message: Mapping[str, Any]) -> bytes:
-        # The normal form: a message the caller re-sent in its own spelling is the same message.
-        digest = hashlib.blake2b(
-            canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
-        ).digest()
+        digest = message_digest(message)
         self._index[key] = digest
         self._refs[key] = message
         if message.get("role") == "system":
             self._system.add(key)
-        if _has_mark(message):
+        if has_cache_mark(message):
             self._marked.add(key)
         return digest
 
 
-def _has_mark(message: Mapping[str, Any]) -> bool:
+def has_cache_mark(message: Mapping[str, Any]) -> bool:
+    """Whether the message, or a part of its content, carries a ``cache_control`` mark."""
     if message.get("cache_control"):
         return True
     content = message.get("content")

@@ -18,19 +18,16 @@ which the provider sees.
 
 from __future__ import annotations
 
-import hashlib
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import compress
 from operator import is_, not_
 from typing import Any
 
-from ctxmw.messages.canonical import canonical_bytes
-from ctxmw.messages.normal import normal_message
+from ctxmw.messages.canonical import has_cache_mark, message_digest
 
 __all__ = ["DigestSlots", "SlotView"]
 
-_DIGEST_SIZE = 16
 # Past this many changed positions, one identity index of the previous list is cheaper than
 # digesting the moved messages again.
 _REINDEX = 32
@@ -136,17 +133,5 @@ class DigestSlots:
 
 
 def _facts(message: Mapping[str, Any]) -> tuple[bytes, int, int]:
-    # The normal form: a message the caller re-sent in its own spelling is the same message.
-    digest = hashlib.blake2b(
-        canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
-    ).digest()
-    return digest, int(message.get("role") == "system"), int(_has_mark(message))
-
-
-def _has_mark(message: Mapping[str, Any]) -> bool:
-    if message.get("cache_control"):
-        return True
-    content = message.get("content")
-    return isinstance(content, list) and any(
-        isinstance(part, Mapping) and part.get("cache_control") for part in content
-    )
+    role = int(message.get("role") == "system")
+    return message_digest(message), role, int(has_cache_mark(message))
