@@ -61,39 +61,14 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _agent import round_of, transcript
+
 import ctxmw  # ctxmw first: it keeps litellm offline
 from ctxmw import testing
 from ctxmw.telemetry.recorder import CallRecorder
 
 MODEL = "openai/gpt-4o-mini"
 SIZES = (100, 2_000, 10_000)
-
-
-def round_of(k: int) -> list[dict[str, Any]]:
-    """One tool round: an assistant call, its result, a short assistant note."""
-    call = {
-        "id": f"call_{k}",
-        "type": "function",
-        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{k}.py"})},
-    }
-    body = "".join(f"line {i} of file {k}: some code here\n" for i in range(12))
-    return [
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": f"call_{k}", "content": body},
-        {"role": "assistant", "content": f"Read f{k}; moving on."},
-    ]
-
-
-def transcript(n: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "Fix the failing test."},
-    ]
-    k = 0
-    while len(messages) < n:
-        messages += round_of(k)
-        k += 1
-    return messages[:n]
 
 
 class Instant:
@@ -237,7 +212,7 @@ class Timing:
 
 async def stateless(n: int, calls: int, folder: Path) -> Timing:
     fake = Instant()
-    history = _balanced(transcript(n))
+    history = _balanced(transcript(n)[:n])
     save = folder / f"stateless-{n}.jsonl"
     timing = Timing()
     for k in range(calls + 1):
@@ -257,7 +232,7 @@ async def stateless(n: int, calls: int, folder: Path) -> Timing:
 async def session_path(n: int, calls: int, folder: Path) -> Timing:
     fake = Instant()
     save = folder / f"session-{n}.jsonl"
-    lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)))
+    lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)[:n]))
     save.write_text(lines)
     session = ctxmw.Session(MODEL, save_file=save, completion=fake)
     timing = Timing()

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import json
 import statistics
 import sys
 import time
@@ -26,11 +25,14 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import anyio
+from _agent import round_of, transcript
 
 import ctxmw  # noqa: F401  # ctxmw first: it keeps litellm offline
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
-from ctxmw.types import Messages, StrategyContext
+from ctxmw.types import StrategyContext
+
+LINES = 16  # each result 600 characters
 
 MODEL = "openai/gpt-4o-mini"
 LISTS = (
@@ -41,45 +43,18 @@ LISTS = (
 )
 
 
-def round_of(k: int) -> Messages:
-    """One tool round: an assistant call, its result (600 characters), a short note."""
-    call = {
-        "id": f"call_{k}",
-        "type": "function",
-        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{k}.py"})},
-    }
-    body = "".join(f"line {i} of file {k}: some code here\n" for i in range(16))
-    return [
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": f"call_{k}", "content": body},
-        {"role": "assistant", "content": f"Read f{k}; moving on."},
-    ]
-
-
-def transcript(n: int) -> Messages:
-    messages: Messages = [
-        {"role": "system", "content": "You are a coding agent."},
-        {"role": "user", "content": "Fix the failing test."},
-    ]
-    k = 0
-    while len(messages) < n:
-        messages += round_of(k)
-        k += 1
-    return messages
-
-
 async def conversation(
     size: int, chain: str, calls: int, model: str | None
 ) -> tuple[float, float, float]:
     """Median CPU ms per call: memo kept, fresh memo, memo kept with rebuilt dicts."""
     settings = Settings()
     named = resolve_strategies(None if chain == "default" else chain, settings)
-    history = transcript(size)
+    history = transcript(size, LINES)
     kept: dict[str, Any] = {}
     rebuilt_memo: dict[str, Any] = {}
     times: tuple[list[float], list[float], list[float]] = ([], [], [])
     for k in range(calls + 1):
-        history = [*history, *round_of(10**6 + k)]
+        history = [*history, *round_of(10**6 + k, LINES)]
         rebuilt = copy.deepcopy(history)
         outs = []
         for memo, sent, spent in (

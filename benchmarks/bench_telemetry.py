@@ -16,7 +16,6 @@ each pair is checked equal before it is timed.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import statistics
 import sys
@@ -26,7 +25,11 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from _agent import round_of, transcript
+
 from ctxmw.telemetry import CallRecorder  # ctxmw first: it keeps litellm offline
+
+HEAD = [{"role": "system", "content": "You are an agent."}]
 
 MODEL = "gpt-4o"
 SIZES = (100, 1_000, 5_000)
@@ -43,41 +46,17 @@ TOOLS: list[Any] = [
 ]
 
 
-def round_of(k: int) -> list[dict[str, Any]]:
-    """One tool round: an assistant call, its result, a short assistant note."""
-    call = {
-        "id": f"c{k}",
-        "type": "function",
-        "function": {"name": "read_file", "arguments": json.dumps({"path": f"src/f{k}.py"})},
-    }
-    body = "".join(f"line {i} of file {k}: some code here\n" for i in range(12))
-    return [
-        {"role": "assistant", "content": None, "tool_calls": [call]},
-        {"role": "tool", "tool_call_id": f"c{k}", "content": body},
-        {"role": "assistant", "content": f"Read f{k}; moving on."},
-    ]
-
-
-def transcript(n: int) -> list[dict[str, Any]]:
-    messages: list[dict[str, Any]] = [{"role": "system", "content": "You are an agent."}]
-    k = 0
-    while len(messages) < n:
-        messages += round_of(k)
-        k += 1
-    return messages[:n]
-
-
 async def bench(n: int) -> tuple[float, float]:
     import litellm
 
-    messages = transcript(n)
+    messages = transcript(n, head=HEAD, id_prefix="c")[:n]
     recorder = CallRecorder("bench", logger=logging.getLogger("bench.silent"))
     await recorder.record(
         model=MODEL, wire_kwargs={"messages": messages, "tools": TOOLS}, transcript=messages
     )  # warm-up: counts every message once
     added, whole = [], []
     for k in range(CALLS):
-        messages = messages + round_of(10_000 + k)
+        messages = messages + round_of(10_000 + k, id_prefix="c")
         kwargs = {"messages": messages, "tools": TOOLS}
         t0 = time.perf_counter()
         await recorder.record(
@@ -118,7 +97,7 @@ def parts() -> None:
     fast = _timed(lambda: fast_cost(reply, model, provider))
     slow = _timed(lambda: _litellm.completion_cost(reply, model, provider))
     _row("cost", fast, "completion_cost", slow)
-    counter, message = LiteLLMCounter(), round_of(7)[1]
+    counter, message = LiteLLMCounter(), round_of(7, id_prefix="c")[1]
     once = counter.message_tokens(MODEL, message)
     assert once == litellm.token_counter(
         model=MODEL, messages=[message], count_response_tokens=True
