@@ -36,7 +36,7 @@ from typing import Any
 
 from ctxmw import _litellm
 
-__all__ = ["Rates", "fast_cost", "rates_for"]
+__all__ = ["Rates", "fast_cost"]
 
 _TIER = re.compile(
     r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost"
@@ -117,12 +117,6 @@ def fast_cost(response: Any, model: str, provider: str) -> float | None:
 def _changed(book: _Book | None, provider: str) -> bool:
     # litellm memoises its entries: this is a lookup and a dict comparison (microseconds).
     return book is not None and _litellm.mapped_model_info(book.name, provider) != book.entry
-
-
-def rates_for(model: str, provider: str) -> Rates | None:
-    """The base rates of ``model``'s price entry at ``provider`` (None: no token prices)."""
-    book = _book_of(model, _litellm.model_info(model, provider or None), provider)
-    return None if book is None else book.base
 
 
 def _cost(book: _Book, prompt: int, completion: int, read: int, write: int) -> float:
