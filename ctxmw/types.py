@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 if TYPE_CHECKING:
+    from ctxmw.inbox._files import FileEntry
     from ctxmw.settings import Settings
 
 __all__ = ["Message", "Messages", "Strategy", "StrategyContext", "StrategySpec"]
@@ -53,6 +54,9 @@ class StrategyContext:
             they move to the removed folder at once.
         now: the call's wall-clock time in seconds (``time.time()``), None when unknown (replay,
             one-off ``prepare_prompt``); strategies derive the time since the previous call.
+        inbox_listing: the inbox folder and its settled entries, listed by the caller in a
+            worker-thread trip of its own just before this call (a ``Session`` does), at most one;
+            the first ``inbox`` run takes it out of the list, a later one lists again.
     """
 
     settings: Settings
@@ -65,3 +69,4 @@ class StrategyContext:
     memo: dict[str, Any] | None = None
     hold_inbox: bool = False
     now: float | None = None
+    inbox_listing: list[tuple[Path, list[FileEntry]]] = field(default_factory=list)

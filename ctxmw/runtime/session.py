@@ -85,7 +85,7 @@ from ctxmw.runtime.transcript import TranscriptFile, encode_lines
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
-from ctxmw.strategies.inbox import inbox, list_for_delivery, listed_in_advance
+from ctxmw.strategies.inbox import inbox, list_for_delivery
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 
@@ -503,13 +503,13 @@ class Session:
             memo=self._memo,
             hold_inbox=True,
             now=self._clock(),
+            inbox_listing=[turn.listing] if turn.listing else [],
         )
+        turn.listing = None
         trace: list[tuple[str, Messages]] = []
-        listing, turn.listing = turn.listing, None
         try:
             try:
-                with listed_in_advance(*listing) if listing else contextlib.nullcontext():
-                    prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
             notes = delivered_notes(ctx)

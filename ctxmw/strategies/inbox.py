@@ -31,14 +31,12 @@ Decisions where the specification is silent:
 Cost per call: one worker-thread trip lists the inbox (putting back a dead reader's claims, then
 the settled listing of :func:`~ctxmw.inbox._files.scan_settled`), or none when the caller already
 made that listing in a trip of its own (a ``Session`` does, with its lock, before a turn's first
-round: :func:`listed_in_advance`); each delivered file then costs its own trips.
+round, handed over as ``StrategyContext.inbox_listing``); each delivered file then costs its
+own trips.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-from contextvars import ContextVar
 from pathlib import Path
 from typing import Any
 
@@ -53,13 +51,7 @@ from ctxmw.inbox._files import ABORT, FileEntry, Skipped, scan_settled
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["inbox", "list_for_delivery", "listed_in_advance"]
-
-# The listing a caller made in a worker-thread trip of its own, for the next inbox run of this
-# task (see listed_in_advance): a box the first run empties, so a second run lists again.
-_in_advance: ContextVar[list[tuple[Path, list[FileEntry]]] | None] = ContextVar(
-    "ctxmw_inbox_in_advance", default=None
-)
+__all__ = ["inbox", "list_for_delivery"]
 
 
 def list_for_delivery(folder: Path) -> list[FileEntry]:
@@ -68,33 +60,14 @@ def list_for_delivery(folder: Path) -> list[FileEntry]:
     return scan_settled(folder)
 
 
-@contextmanager
-def listed_in_advance(folder: Path, entries: list[FileEntry]) -> Iterator[None]:
-    """Let the first ``inbox`` run inside the block use ``entries`` instead of listing ``folder``.
-
-    ``entries`` must come from :func:`list_for_delivery` (in a worker thread, just before).
-    """
-    token = _in_advance.set([(folder, entries)])
-    try:
-        yield
-    finally:
-        _in_advance.reset(token)
-
-
-def _listed(folder: Path) -> list[FileEntry] | None:
-    box = _in_advance.get()
-    if not box or box[0][0] != folder:
-        return None
-    return box.pop()[1]
-
-
 @register_strategy("inbox")
 async def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
     """Append the messages dropped in the save_file's inbox, once each; an 'abort' entry stops."""
     if ctx.save_file is None:
         return messages
     folder, removed = inbox_dir(ctx.save_file), inbox_removed_dir(ctx.save_file)
-    entries = _listed(folder)
+    listing = ctx.inbox_listing.pop() if ctx.inbox_listing else None
+    entries = listing[1] if listing is not None and listing[0] == folder else None
     if entries is None:
         entries = await to_thread.run_sync(list_for_delivery, folder)
     delivered: Messages = []
