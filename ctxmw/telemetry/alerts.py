@@ -87,7 +87,9 @@ class AlertState:
 
     def __init__(self, rules: AlertRules | None = None) -> None:
         self.rules = rules if rules is not None else AlertRules()
-        self._recent: deque[Mapping[str, Any]] = deque(maxlen=self.rules.window)
+        # Per windowed call only the figures the rules read, as a tuple of ints and None (the
+        # collector stops tracking such a tuple): not the ledger dict with its nested lists.
+        self._recent: deque[_Figures] = deque(maxlen=self.rules.window)
         self._firing: set[str] = set()
         self._calls = 0
 
@@ -97,7 +99,7 @@ class AlertState:
         alerts = self._bust(record)
         if self._calls == 1:
             return alerts
-        self._recent.append(record)
+        self._recent.append(_figures(record))
         full = len(self._recent) == self.rules.window
         for rule, value, threshold, text in _windowed(self.rules, self._recent):
             if not full or value is None or not text:
@@ -163,13 +165,29 @@ _WRITES = (
 )
 
 
+_Figures = tuple[int | None, int, int, int, int | None]
+"""One call as the windowed rules read it: cache reads (None: not reported), prompt tokens,
+expected cached tokens, local prompt tokens, cache writes (None: not reported)."""
+
+
+def _figures(record: Mapping[str, Any]) -> _Figures:
+    reads, writes = record.get("cache_read_tokens"), record.get("cache_write_tokens")
+    return (
+        None if reads is None else _int(reads),
+        _int(record.get("prompt_tokens")),
+        _int(record.get("expected_cached_tokens")),
+        _int(record.get("prompt_tokens_local")),
+        None if writes is None else _int(writes),
+    )
+
+
 def _windowed(
-    rules: AlertRules, recent: Sequence[Mapping[str, Any]]
+    rules: AlertRules, recent: Sequence[_Figures]
 ) -> list[tuple[str, float | None, float, str]]:
     """``(rule, value, threshold, message)`` per windowed rule; the message is "" if it holds."""
-    reported = [r for r in recent if r.get("cache_read_tokens") is not None]
-    hit = _ratio(reported, "cache_read_tokens", "prompt_tokens")
-    expected = _ratio(reported, "expected_cached_tokens", "prompt_tokens_local")
+    reported = [r for r in recent if r[0] is not None]
+    hit = _ratio([(r[0] or 0, r[1]) for r in reported])
+    expected = _ratio([(r[2], r[3]) for r in reported])
     drift = None if hit is None or expected is None else abs(hit - expected)
     writes = _min_write_share(recent)
     low = hit is not None and hit < rules.min_hit_rate
@@ -187,18 +205,17 @@ def _windowed(
     ]  # fmt: skip
 
 
-def _ratio(records: Sequence[Mapping[str, Any]], num: str, den: str) -> float | None:
-    total = sum(_int(r.get(den)) for r in records)
-    return sum(_int(r.get(num)) for r in records) / total if records and total else None
+def _ratio(pairs: Sequence[tuple[int, int]]) -> float | None:
+    total = sum(den for _, den in pairs)
+    return sum(num for num, _ in pairs) / total if pairs and total else None
 
 
-def _min_write_share(records: Sequence[Mapping[str, Any]]) -> float | None:
+def _min_write_share(recent: Sequence[_Figures]) -> float | None:
     shares = []
-    for r in records:
-        writes, prompt = r.get("cache_write_tokens"), _int(r.get("prompt_tokens"))
+    for _, prompt, _, _, writes in recent:
         if writes is None or not prompt:
             return None
-        shares.append(_int(writes) / prompt)
+        shares.append(writes / prompt)
     return min(shares) if shares else None
 
 
