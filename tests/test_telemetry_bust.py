@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+from collections import Counter
+from typing import Any
+
+import anyio
+import anyio.lowlevel
+import pytest
+
+from ctxmw.telemetry import ApproxCounter, CallRecorder
+from ctxmw.telemetry import digests as digests_module
 from ctxmw.telemetry.bust import CallShape, attribute_bust
 
 
@@ -76,3 +85,40 @@ def test_a_system_prompt_a_strategy_moved_names_it() -> None:
     cur = shape([b"a", b"b"], ("stamp", [b"s2", b"a", b"b"]))
     bust = attribute_bust(prev, cur, 0, True, system=True)
     assert bust == {"cause": "system", "strategy": "stamp", "message_index": 0}
+
+
+@pytest.mark.anyio
+async def test_a_first_call_on_a_long_transcript_digests_it_between_loop_steps(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A resumed 3,000-message transcript and a strategy's copy of it: at most a chunk of
+    messages is digested per loop step (one step digesting them all stalled every session)."""
+    steps, digested = [0], Counter[int]()
+    real = digests_module.message_digest
+
+    def counted(message: Any) -> bytes:
+        digested[steps[0]] += 1
+        return real(message)
+
+    monkeypatch.setattr(digests_module, "message_digest", counted)
+    transcript = [{"role": "user", "content": f"message {i}"} for i in range(3000)]
+    copy = [dict(m) for m in transcript]
+    recorder = CallRecorder("s", token_counter=ApproxCounter())
+
+    async def ticker(done: anyio.Event) -> None:
+        while not done.is_set():
+            steps[0] += 1
+            await anyio.lowlevel.checkpoint()
+
+    async with anyio.create_task_group() as tg:
+        done = anyio.Event()
+        tg.start_soon(ticker, done)
+        await recorder.record(
+            model="gpt-4o",
+            wire_kwargs={"messages": copy},
+            transcript=transcript,
+            trace=[("copy", copy)],
+        )
+        done.set()
+    assert sum(digested.values()) == 6000
+    assert max(digested.values()) <= 256

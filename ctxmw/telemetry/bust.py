@@ -32,9 +32,13 @@ __all__ = [
     "CallShape",
     "attribute_bust",
     "call_shape",
+    "digest_ahead",
     "shape_from_json",
     "shape_to_json",
 ]
+
+# Messages digested per loop step by digest_ahead (a few milliseconds of serialising).
+_DIGEST_CHUNK = 256
 
 
 class Bust(TypedDict):
@@ -77,12 +81,40 @@ def call_shape(
     if isinstance(cache, DigestCache):
         stages = [(name, cache.digests(output)) for name, output in trace or ()]
         return CallShape(tools, cache.digests(transcript), stages)
+    *views, whole = [cache.digests(slot, items) for slot, items in _slots(transcript, trace, side)]
+    names = [name for name, _ in trace or ()]
+    return CallShape(
+        tools, whole.digests, [(n, v.digests) for n, v in zip(names, views, strict=True)]
+    )
+
+
+async def digest_ahead(
+    cache: DigestSlots,
+    transcript: Sequence[Mapping[str, Any]],
+    trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+    *,
+    side: bool = False,
+    chunk: int = _DIGEST_CHUNK,
+) -> None:
+    """Digest the lists :func:`call_shape` reads, giving the loop back every ``chunk`` messages.
+
+    Before :func:`call_shape` with the same arguments in the same call, which then finds them
+    digested. A warm call (a few new messages) never waits; a first call on a long transcript
+    no longer digests it in one loop step.
+    """
+    for slot, items in _slots(transcript, trace, side):
+        await cache.digests_chunked(slot, items, chunk)
+
+
+def _slots(
+    transcript: Sequence[Mapping[str, Any]],
+    trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+    side: bool,
+) -> list[tuple[str, Sequence[Mapping[str, Any]]]]:
+    """Each list of a call with its slot name: the strategies' outputs, then the transcript."""
     where = "side:" if side else ""
-    stages = [
-        (name, cache.digests(f"{where}stage:{i}:{name}", output).digests)
-        for i, (name, output) in enumerate(trace or ())
-    ]
-    return CallShape(tools, cache.digests(f"{where}transcript", transcript).digests, stages)
+    stages = [(f"{where}stage:{i}:{name}", out) for i, (name, out) in enumerate(trace or ())]
+    return [*stages, (f"{where}transcript", transcript)]
 
 
 def attribute_bust(

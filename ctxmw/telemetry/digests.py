@@ -24,6 +24,8 @@ from itertools import compress
 from operator import is_, not_
 from typing import Any
 
+import anyio.lowlevel
+
 from ctxmw.messages.canonical import has_cache_mark, message_digest
 
 __all__ = ["DigestSlots", "SlotView"]
@@ -75,15 +77,29 @@ class DigestSlots:
 
     def digests(self, slot: str, messages: Sequence[Mapping[str, Any]]) -> SlotView:
         """The facts of ``messages``, remembered as ``slot``'s list for the next call."""
-        self._used.add(slot)
-        known = self._lists.get(id(messages))
-        if known is not None and known[0] is messages and len(known[1].items) == len(messages):
-            self._slots[slot] = known[1]  # the same list twice in one call (a strategy passed)
-            return known[1]
-        # A copy: the caller may extend its own list in place before the next call.
-        view = self._build(self._slots.get(slot), list(messages))
-        self._slots[slot] = view
-        self._lists[id(messages)] = (messages, view)
+        known = self._known(slot, messages)
+        if known is not None:
+            return known
+        view, changed, moved = self._start(slot, messages)
+        self._fill(view, changed, moved)
+        return view
+
+    async def digests_chunked(
+        self, slot: str, messages: Sequence[Mapping[str, Any]], chunk: int
+    ) -> SlotView:
+        """:meth:`digests`, giving the loop back after every ``chunk`` positions looked at.
+
+        For a list with many never-seen messages (a first call on a long transcript): a later
+        :meth:`digests` of the same list in the same call finds the view ready.
+        """
+        known = self._known(slot, messages)
+        if known is not None:
+            return known
+        view, changed, moved = self._start(slot, messages)
+        for start in range(0, len(changed), chunk):
+            self._fill(view, changed[start : start + chunk], moved)
+            if len(changed) > chunk:  # a warm call's few new messages never wait
+                await anyio.lowlevel.checkpoint()
         return view
 
     def end_call(self, prefix: str = "") -> None:
@@ -95,12 +111,33 @@ class DigestSlots:
         self._lists.clear()
         self._used.clear()
 
-    def _build(self, old: SlotView | None, items: list[Any]) -> SlotView:
+    def _known(self, slot: str, messages: Sequence[Mapping[str, Any]]) -> SlotView | None:
+        self._used.add(slot)
+        known = self._lists.get(id(messages))
+        if known is not None and known[0] is messages and len(known[1].items) == len(messages):
+            self._slots[slot] = known[1]  # the same list twice in one call (a strategy passed)
+            return known[1]
+        return None
+
+    def _start(
+        self, slot: str, messages: Sequence[Mapping[str, Any]]
+    ) -> tuple[SlotView, Sequence[int], _Moved]:
+        """The slot's new view with the unchanged positions filled in, the positions still to
+        fill, and where a moved message sat in the previous list."""
+        # A copy: the caller may extend its own list in place before the next call.
+        view, changed, old = self._build(self._slots.get(slot), list(messages))
+        self._slots[slot] = view
+        self._lists[id(messages)] = (messages, view)
+        if old is None or len(changed) <= _REINDEX:
+            return view, changed, None
+        return view, changed, (old, {id(item): j for j, item in enumerate(old.items)})
+
+    def _build(
+        self, old: SlotView | None, items: list[Any]
+    ) -> tuple[SlotView, Sequence[int], SlotView | None]:
         n = len(items)
         if old is None:
-            view = SlotView(items, [b""] * n, bytearray(n), bytearray(n))
-            self._fill(view, range(n), None)
-            return view
+            return SlotView(items, [b""] * n, bytearray(n), bytearray(n)), range(n), None
         kept = min(len(old.items), n)
         if all(map(is_, old.items, items)):  # the usual call: the same list, maybe extended
             changed: Sequence[int] = range(kept, n)
@@ -112,24 +149,26 @@ class DigestSlots:
         system, marked = old.system[:n], old.marked[:n]
         system.extend(bytes(n - len(system)))
         marked.extend(bytes(n - len(marked)))
-        view = SlotView(items, digests, system, marked)
-        self._fill(view, changed, old if len(changed) > _REINDEX else None)
-        return view
+        return SlotView(items, digests, system, marked), changed, old
 
-    def _fill(self, view: SlotView, positions: Sequence[int], old: SlotView | None) -> None:
-        moved = {} if old is None else {id(item): j for j, item in enumerate(old.items)}
+    def _fill(self, view: SlotView, positions: Sequence[int], moved: _Moved) -> None:
         for i in positions:
             message = view.items[i]
             key = id(message)
             facts = self._fresh.get(key)
             if facts is None:
-                j = moved.get(key)
-                if j is not None and old is not None:
+                j = moved[1].get(key) if moved is not None else None
+                if j is not None and moved is not None:
+                    old = moved[0]
                     facts = old.digests[j], old.system[j], old.marked[j]
                 else:
                     facts = _facts(message)
                 self._fresh[key] = facts
             view.digests[i], view.system[i], view.marked[i] = facts
+
+
+_Moved = tuple[SlotView, dict[int, int]] | None
+"""The previous list and, per message object id, its position there (None: not indexed)."""
 
 
 def _facts(message: Mapping[str, Any]) -> tuple[bytes, int, int]:

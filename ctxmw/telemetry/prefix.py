@@ -241,7 +241,8 @@ class PrefixTracker:
         memoised. The counting stays on the event loop (CPU work in a worker thread competes
         with the loop for the interpreter lock) but no loop step counts more than ``chunk``.
         """
-        view = self._digests.digests("payload" if remember else "side:payload", messages)
+        slot = "payload" if remember else "side:payload"
+        view = await self._digests.digests_chunked(slot, messages, chunk)
         tokens = self._tokens
         missing = [i for i, digest in enumerate(view.digests) if digest not in tokens]
         for start in range(0, len(missing), chunk):

@@ -39,6 +39,7 @@ from ctxmw.telemetry.bust import (
     CallShape,
     attribute_bust,
     call_shape,
+    digest_ahead,
     shape_from_json,
     shape_to_json,
 )
@@ -223,6 +224,7 @@ class CallRecorder:
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
+        await digest_ahead(self._digests, transcript, trace, side=kind != "agent")
         shape = call_shape(
             self._digests,
             self._tracker.tools_digest(tools),
