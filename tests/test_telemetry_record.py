@@ -82,6 +82,24 @@ async def test_records_reach_the_ledger_the_logger_and_hooks(
 
 
 @pytest.mark.anyio
+async def test_the_ledger_holds_what_was_measured_whatever_a_hook_does(tmp_path: Path) -> None:
+    """The line is built before the hooks run: a hook editing the record's budget dict (the
+    one mutable field) changes nothing on disk."""
+
+    def meddle(record: CallRecord) -> None:
+        assert record.budget is not None
+        record.budget["tools"] = -1
+
+    recorder = CallRecorder(
+        "s", save_file=tmp_path / "a.jsonl", on_call=[meddle], token_counter=ApproxCounter()
+    )
+    records = await _two_calls(recorder)
+    lines = (tmp_path / "a.ledger.jsonl").read_text().splitlines()
+    assert [json.loads(line)["budget"]["tools"] for line in lines] == [0, 0]
+    assert [r.budget["tools"] for r in records if r.budget] == [-1, -1]
+
+
+@pytest.mark.anyio
 async def test_record_fields(tmp_path: Path) -> None:
     records = await _two_calls(CallRecorder("s", token_counter=ApproxCounter()))
     first, second = records

@@ -10,7 +10,7 @@ import inspect
 import json
 import logging
 import os
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import Any
@@ -21,7 +21,15 @@ from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
 from ctxmw.telemetry.marks import CacheMark
 
-__all__ = ["CallHook", "CallRecord", "LedgerWriter", "deliver", "ledger_path", "log_record"]
+__all__ = [
+    "CallHook",
+    "CallRecord",
+    "LedgerWriter",
+    "deliver",
+    "ledger_line",
+    "ledger_path",
+    "log_record",
+]
 
 CallHook = Callable[["CallRecord"], "Awaitable[None] | None"]
 """An ``on_call`` hook: called with each record; sync or async."""
@@ -101,7 +109,7 @@ class CallRecord:
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
         # What dataclasses.asdict gives (nested containers copied), without its per-value
-        # dispatch: this runs twice per call (the alert rules, then the ledger line).
+        # dispatch.
         data = {name: _copied(getattr(self, name)) for name in _FIELDS}
         data["strategies"] = list(self.strategies)
         data["cache_marks"] = None if self.cache_marks is None else list(self.cache_marks)
@@ -110,7 +118,16 @@ class CallRecord:
 
     def to_json(self) -> str:
         """One ledger line, without the newline."""
-        return json.dumps(self.to_dict(), separators=(",", ":"), ensure_ascii=False)
+        return _dumps(self.to_dict())
+
+
+def ledger_line(data: Mapping[str, Any]) -> bytes:
+    """The ledger line of a record's :meth:`CallRecord.to_dict` data, newline included."""
+    return (_dumps(data) + "\n").encode()
+
+
+def _dumps(data: Mapping[str, Any]) -> str:
+    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 _FIELDS = tuple(f.name for f in fields(CallRecord))
@@ -194,7 +211,10 @@ class LedgerWriter:
         thread: a trip per file operation made each call wait for the thread pool several
         times, which a thousand concurrent sessions feel.
         """
-        data = (record.to_json() + "\n").encode()
+        await self.write_line(ledger_line(record.to_dict()))
+
+    async def write_line(self, data: bytes) -> None:
+        """Append one line built by :func:`ledger_line` (see :meth:`write`)."""
         async with self._lock:
             await anyio.to_thread.run_sync(self._append, data)
 

@@ -48,7 +48,14 @@ from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.marks import payload_marks
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
-from ctxmw.telemetry.record import CallHook, CallRecord, LedgerWriter, deliver, ledger_path
+from ctxmw.telemetry.record import (
+    CallHook,
+    CallRecord,
+    LedgerWriter,
+    deliver,
+    ledger_line,
+    ledger_path,
+)
 from ctxmw.telemetry.record import log_record as _log_record
 from ctxmw.telemetry.response import cost_of, provider_of, reply_of
 from ctxmw.telemetry.rules import (
@@ -170,7 +177,7 @@ class CallRecorder:
                 the previous agent call, it is not what the next agent call is measured against.
         """
         async with self._lock:
-            record = await self._build(
+            record, data = await self._build(
                 model,
                 wire_kwargs,
                 transcript,
@@ -182,10 +189,13 @@ class CallRecorder:
                 stream,
                 kind,
             )
+        # The line is built once, from the data the alert rules read: before the hooks see
+        # the record, apart from the write (a caller may write it in its own worker trip).
+        line = ledger_line(data) if self.ledger is not None else b""
         _log_record(self.logger, record)
         await deliver([*self.hooks, *self._otel], record, self.logger)
         if self.ledger is not None:
-            await self.ledger.write(record)
+            await self.ledger.write_line(line)
         return record
 
     def export_state(self) -> dict[str, Any]:
@@ -220,7 +230,8 @@ class CallRecorder:
         round: int,
         stream: object | None,
         kind: str = "agent",
-    ) -> CallRecord:
+    ) -> tuple[CallRecord, dict[str, Any]]:
+        """The call's record and its ledger data (:meth:`CallRecord.to_dict`, built once)."""
         messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
@@ -287,9 +298,12 @@ class CallRecorder:
             cache_marks=payload_marks(messages, tools, indices=prefix.marked),
             prompt_cache_key=_key(kw.get("prompt_cache_key")),
         )
-        if not self.settings.alerts:
-            return record
-        return replace(record, alerts=tuple(self._alerts.observe(record.to_dict())))
+        data = record.to_dict()
+        alerts = self._alerts.observe(data) if self.settings.alerts else ()
+        if alerts:  # rare: a rule fired
+            record = replace(record, alerts=tuple(alerts))
+            data["alerts"] = list(record.alerts)
+        return record, data
 
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
         # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.
