@@ -109,9 +109,11 @@ class CallRecord:
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
         # What dataclasses.asdict gives (nested containers copied), without its per-value
-        # dispatch.
-        data = {name: _copied(getattr(self, name)) for name in _FIELDS}
+        # dispatch: every other field is a str, a number, a bool or None.
+        data = {name: getattr(self, name) for name in _FIELDS}
         data["strategies"] = list(self.strategies)
+        data["bust"] = _copied(self.bust)
+        data["budget"] = _copied(self.budget)
         data["cache_marks"] = None if self.cache_marks is None else list(self.cache_marks)
         data["alerts"] = list(self.alerts)
         return data

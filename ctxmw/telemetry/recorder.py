@@ -232,7 +232,9 @@ class CallRecorder:
         kind: str = "agent",
     ) -> tuple[CallRecord, dict[str, Any]]:
         """The call's record and its ledger data (:meth:`CallRecord.to_dict`, built once)."""
-        messages, tools = list(kw.get("messages") or []), kw.get("tools") or None
+        # The list as sent, not a copy: when it is the last strategy's output (the usual
+        # call) its digests are the ones call_shape just took, not a second pass over it.
+        messages, tools = _as_list(kw.get("messages")), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
         await digest_ahead(self._digests, transcript, trace, side=kind != "agent")
@@ -342,6 +344,12 @@ def _read(response: object, stream: object | None) -> UsageReport:
     if isinstance(response, list | tuple):
         return read_stream_usage(response, stream)
     return read_usage(response)
+
+
+def _as_list(messages: object) -> list[Any]:
+    if isinstance(messages, list):
+        return messages
+    return list(messages) if isinstance(messages, Iterable) else []
 
 
 def _key(value: object) -> str | None:
