@@ -6,6 +6,11 @@ each add one tool round (3 messages), as an agent loop does. Beside it, in the s
 ``litellm.token_counter`` takes on the whole payload of the same calls. Per-message caching
 shows as a ratio that grows with the transcript: the recorder's work follows the new messages.
 
+Beside each, the loop-thread CPU time of a warm call (``time.thread_time``: steadier than wall
+time on a shared machine), and the longest event-loop step during the first call (a task
+yielding at every step runs beside it): what every other session waits while the whole
+transcript is digested and counted. ``--sizes 100,2000,10000`` picks the sizes.
+
 ``--parts``: the two per-call constants side by side in one run, each against what it replaced:
 the cost from the model's resolved rates (``ctxmw.telemetry.cost.fast_cost``) against
 ``litellm.completion_cost`` on the same responses, and one message counted with the per-model
@@ -46,28 +51,55 @@ TOOLS: list[Any] = [
 ]
 
 
-async def bench(n: int) -> tuple[float, float]:
+async def bench(n: int) -> tuple[float, float, float, float]:
+    """Median wall and loop-CPU time of a warm call, litellm's count of the whole payload, and
+    the longest loop step of the first call (the whole transcript never seen before)."""
     import litellm
 
     messages = transcript(n, head=HEAD, id_prefix="c")[:n]
     recorder = CallRecorder("bench", logger=logging.getLogger("bench.silent"))
-    await recorder.record(
-        model=MODEL, wire_kwargs={"messages": messages, "tools": TOOLS}, transcript=messages
+    first = await _longest_step(
+        recorder.record(
+            model=MODEL,
+            wire_kwargs={"messages": messages, "tools": TOOLS},
+            transcript=messages,
+            trace=[("none", messages)],
+        )
     )  # warm-up: counts every message once
-    added, whole = [], []
+    added, cpu, whole = [], [], []
     for k in range(CALLS):
         messages = messages + round_of(10_000 + k, id_prefix="c")
         kwargs = {"messages": messages, "tools": TOOLS}
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), time.thread_time()
         await recorder.record(
             model=MODEL, wire_kwargs=kwargs, transcript=messages, trace=[("none", messages)]
         )
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.thread_time()
         litellm.token_counter(model=MODEL, messages=messages, tools=TOOLS)
         t2 = time.perf_counter()
         added.append(t1 - t0)
+        cpu.append(c1 - c0)
         whole.append(t2 - t1)
-    return statistics.median(added), statistics.median(whole)
+    return statistics.median(added), statistics.median(cpu), statistics.median(whole), first
+
+
+async def _longest_step(call: Any) -> float:
+    """Run ``call`` beside a task that yields at every loop step; the longest gap it saw."""
+    done, longest = asyncio.Event(), [0.0]
+
+    async def ticker() -> None:
+        last = time.perf_counter()
+        while not done.is_set():
+            await asyncio.sleep(0)
+            now = time.perf_counter()
+            longest[0], last = max(longest[0], now - last), now
+
+    task = asyncio.create_task(ticker())
+    await asyncio.sleep(0)
+    await call
+    done.set()
+    await task
+    return longest[0]
 
 
 def _timed(fn: Any, rounds: int = 300) -> float:
@@ -113,11 +145,20 @@ async def main() -> None:
     if "--parts" in sys.argv:
         parts()
         return
+    sizes = SIZES
+    if "--sizes" in sys.argv:
+        sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     logging.getLogger("bench.silent").disabled = True
-    print(f"{'messages':>9}  {'telemetry/call':>15}  {'token_counter(whole)':>21}  {'ratio':>6}")
-    for n in SIZES:
-        added, whole = await bench(n)
-        print(f"{n:>9}  {added * 1e3:>12.3f} ms  {whole * 1e3:>18.3f} ms  {whole / added:>5.1f}x")
+    print(
+        f"{'messages':>9}  {'telemetry/call':>15}  {'loop CPU':>9}  {'token_counter(whole)':>21}"
+        f"  {'ratio':>6}  {'first call: longest loop step':>30}"
+    )
+    for n in sizes:
+        added, cpu, whole, first = await bench(n)
+        print(
+            f"{n:>9}  {added * 1e3:>12.3f} ms  {cpu * 1e3:>6.3f} ms  {whole * 1e3:>18.3f} ms  "
+            f"{whole / added:>5.1f}x  {first * 1e3:>27.1f} ms"
+        )
 
 
 if __name__ == "__main__":
