@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from ctxmw.telemetry import ApproxCounter, CallRecorder
+from tests._tracked import tracked_reachable
 
 pytestmark = pytest.mark.anyio
 
@@ -55,3 +56,18 @@ async def test_the_token_memo_stays_bounded_by_the_payload() -> None:
         head = {"role": "system", "content": f"summary as of call {k}"}
         await _record(recorder, [head, *tail], [*tail])
     assert recorder.held_counts <= 2 * len(tail) + 2 + 256
+
+
+async def test_what_the_recorder_keeps_for_the_collector_is_bounded(tmp_path: Any) -> None:
+    """After many calls a recorder keeps a few dozen tracked objects, whatever the count of
+    calls (each full gc pass walks them, times a thousand sessions): the last call's lists per
+    slot and their digests, the tracker's snapshot, its locks; not the alert window's records."""
+    recorder = CallRecorder("s", save_file=tmp_path / "a.jsonl", token_counter=ApproxCounter())
+    transcript: list[Any] = [{"role": "system", "content": "Be brief."}]
+    for k in range(40):
+        transcript = [*transcript, {"role": "user", "content": f"question {k}"}]
+        await _record(recorder, list(transcript), transcript)
+        transcript = [*transcript, {"role": "assistant", "content": f"answer {k}"}]
+    gc.collect()
+    kept = tracked_reachable(recorder, [*transcript, recorder.settings, recorder.logger])
+    assert sum(kept.values()) <= 45, kept
