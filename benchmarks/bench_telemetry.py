@@ -149,6 +149,10 @@ async def main() -> None:
     if "--sizes" in sys.argv:
         sizes = tuple(int(n) for n in sys.argv[sys.argv.index("--sizes") + 1].split(","))
     logging.getLogger("bench.silent").disabled = True
+    # The process's first record loads the tokenizer: not any size's first call.
+    await CallRecorder("warm", logger=logging.getLogger("bench.silent")).record(
+        model=MODEL, wire_kwargs={"messages": HEAD, "tools": TOOLS}, transcript=HEAD
+    )
     print(
         f"{'messages':>9}  {'telemetry/call':>15}  {'loop CPU':>9}  {'token_counter(whole)':>21}"
         f"  {'ratio':>6}  {'first call: longest loop step':>30}"
