@@ -161,3 +161,12 @@ def test_the_window_keeps_figures_not_the_ledger_dicts() -> None:
     gc.collect()
     kept = tracked_reachable(state)
     assert sum(kept.values()) <= 6, kept  # the state, its rules, their causes, deque, set
+
+
+def test_a_windowed_alert_says_its_window_figure_and_threshold() -> None:
+    alerts = evaluate([rec(0), *[rec(100)] * 3], RULES)
+    assert [a["message"] for a in alerts] == [
+        "The cache hit rate over the last 3 calls is 10.0%, under the alert_min_hit_rate of "
+        "50.0%: look at the busts of these calls (ctxmw stats)."
+    ]
+    assert (alerts[0]["value"], alerts[0]["threshold"], alerts[0]["call"]) == (0.1, 0.5, 4)

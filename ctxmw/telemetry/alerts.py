@@ -101,12 +101,13 @@ class AlertState:
             return alerts
         self._recent.append(_figures(record))
         full = len(self._recent) == self.rules.window
-        for rule, value, threshold, text in _windowed(self.rules, self._recent):
-            if not full or value is None or not text:
+        for rule, value, threshold, text, fired in _windowed(self.rules, self._recent):
+            if not full or value is None or not fired:
                 self._firing.discard(rule)
-            elif rule not in self._firing:
+            elif rule not in self._firing:  # the message is written only when it is sent
                 self._firing.add(rule)
-                alerts.append(self._alert(record, rule, value, threshold, text))
+                message = text.format(n=self.rules.window, value=value, threshold=threshold)
+                alerts.append(self._alert(record, rule, value, threshold, message))
         return alerts
 
     def _bust(self, record: Mapping[str, Any]) -> list[Alert]:
@@ -183,8 +184,8 @@ def _figures(record: Mapping[str, Any]) -> _Figures:
 
 def _windowed(
     rules: AlertRules, recent: Sequence[_Figures]
-) -> list[tuple[str, float | None, float, str]]:
-    """``(rule, value, threshold, message)`` per windowed rule; the message is "" if it holds."""
+) -> tuple[tuple[str, float | None, float, str, bool], ...]:
+    """``(rule, value, threshold, message template, whether it fired)`` per windowed rule."""
     reported = [r for r in recent if r[0] is not None]
     hit = _ratio([(r[0] or 0, r[1]) for r in reported])
     expected = _ratio([(r[2], r[3]) for r in reported])
@@ -193,16 +194,11 @@ def _windowed(
     low = hit is not None and hit < rules.min_hit_rate
     drifted = drift is not None and drift > rules.max_drift
     rewritten = writes is not None and writes > rules.write_fraction
-    checks = (
+    return (
         ("low_hit_rate", hit, rules.min_hit_rate, _LOW, low),
         ("drift", drift, rules.max_drift, _DRIFT, drifted),
         ("write_every_call", writes, rules.write_fraction, _WRITES, rewritten),
     )
-    return [
-        (rule, value, threshold, text.format(n=rules.window, value=value, threshold=threshold)
-         if fired else "")
-        for rule, value, threshold, text, fired in checks
-    ]  # fmt: skip
 
 
 def _ratio(pairs: Sequence[tuple[int, int]]) -> float | None:
