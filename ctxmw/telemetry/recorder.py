@@ -177,7 +177,7 @@ class CallRecorder:
                 the previous agent call, it is not what the next agent call is measured against.
         """
         async with self._lock:
-            record, data = await self._build(
+            record, line = await self._build(
                 model,
                 wire_kwargs,
                 transcript,
@@ -189,11 +189,9 @@ class CallRecorder:
                 stream,
                 kind,
             )
-        # The line is built once, from the data the alert rules read: before the hooks see
-        # the record, apart from the write (a caller may write it in its own worker trip).
-        line = ledger_line(data) if self.ledger is not None else b""
         _log_record(self.logger, record)
-        await deliver([*self.hooks, *self._otel], record, self.logger)
+        if self.hooks or self._otel:
+            await deliver([*self.hooks, *self._otel], record, self.logger)
         if self.ledger is not None:
             await self.ledger.write_line(line)
         return record
@@ -230,8 +228,13 @@ class CallRecorder:
         round: int,
         stream: object | None,
         kind: str = "agent",
-    ) -> tuple[CallRecord, dict[str, Any]]:
-        """The call's record and its ledger data (:meth:`CallRecord.to_dict`, built once)."""
+    ) -> tuple[CallRecord, bytes]:
+        """The call's record and its ledger line (empty without a ledger).
+
+        The line is built once, from the data the alert rules read, before the hooks see the
+        record and apart from the write (a caller may write it in its own worker trip); the
+        data itself is not held across the write's wait.
+        """
         # The list as sent, not a copy: when it is the last strategy's output (the usual
         # call) its digests are the ones call_shape just took, not a second pass over it.
         messages, tools = _as_list(kw.get("messages")), kw.get("tools") or None
@@ -305,7 +308,7 @@ class CallRecorder:
         if alerts:  # rare: a rule fired
             record = replace(record, alerts=tuple(alerts))
             data["alerts"] = list(record.alerts)
-        return record, data
+        return record, ledger_line(data) if self.ledger is not None else b""
 
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
         # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.
