@@ -2,8 +2,8 @@
 
 A warm call (the save_file already loaded, no inbox note waiting) makes one trip before the
 model call (the lock, "did the file change?", the inbox listing) and one after it (the round's
-write and fsync, the inbox notes settled, the lock given back). The telemetry's own ledger write
-is the telemetry's (off here, so these counts are the runtime's alone).
+write and fsync, the telemetry's ledger line, the inbox notes settled, the lock given back). Most
+tests here turn telemetry off; the ``..._with_telemetry`` ones show that it adds no trip.
 
 Counted by wrapping both doors to a worker thread: ``anyio.to_thread.run_sync`` and the event
 loop's ``run_in_executor`` (what aiofiles uses).
@@ -242,3 +242,50 @@ async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
         history.append({"role": "user", "content": "two"})
     assert lines(save_file)[-1] == {"role": "assistant", "content": "a2"}
     assert not (tmp_path / "agent.jsonl.lock").exists()
+
+
+def ledger_rounds(save_file: Path) -> list[int]:
+    return [entry["round"] for entry in lines(save_file.with_name("agent.ledger.jsonl"))]
+
+
+async def test_a_warm_turn_writes_its_ledger_line_in_the_commits_trip(
+    tmp_path: Path, trips: Trips
+) -> None:
+    # Telemetry on: the ledger line is built on the loop and written by the commit's trip, after
+    # the transcript's fsync; not a third trip of its own.
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(4)))
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=fake)
+    await session.ask("first")
+    trips.take()
+    for n in range(1, 4):
+        await session.ask(f"turn {n}")
+        assert trips.take() == 2
+        assert ledger_rounds(save_file) == [0] * (n + 1)  # on disk when the call returns
+
+
+async def test_a_warm_stateless_call_with_telemetry_makes_two_trips(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    history: Messages = [{"role": "user", "content": "first"}]
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(3)))
+    for n in range(3):
+        await ctxmw.acompletion(MODEL, history, save_file=save_file, completion=fake)
+        assert trips.take() == (3 if n == 0 else 2)
+        assert ledger_rounds(save_file) == [0] * (n + 1)
+        history = [*history, {"role": "assistant", "content": f"answer {n}"}]
+        history.append({"role": "user", "content": f"q{n}"})
+
+
+async def test_a_tool_round_with_telemetry_writes_each_line_with_its_round(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(text("hello"), tool_calls(("add", {"a": 1, "b": 2})), text("3"))
+    session = ctxmw.Session(MODEL, save_file=save_file, tools=[add], completion=fake)
+    await session.ask("hi")
+    trips.take()
+    await session.ask("1 + 2?")
+    assert trips.take() == 3
+    assert ledger_rounds(save_file) == [0, 0, 1]

@@ -336,6 +336,7 @@ class Session:
             stream, prompt = await self._send(turn, 0)
         except BaseException:
             await self._notes.release(self._pending)
+            await self._flush_ledger()
             if lock is not None:
                 await lock.release()
             raise
@@ -351,6 +352,7 @@ class Session:
 
         async def close() -> None:
             await self._notes.release(self._pending)  # a stream that broke committed nothing
+            await self._flush_ledger()
             if lock is not None:
                 await lock.release()  # no trip when the commit gave it back
 
@@ -368,6 +370,7 @@ class Session:
                 await self._notes.release(self._pending)  # carried, but not committed
                 raise
             finally:
+                await self._flush_ledger()  # no trip when a commit wrote the lines
                 if lock is not None:
                     await lock.release()  # no trip when the turn's last commit gave it back
 
@@ -572,6 +575,7 @@ class Session:
                 round=call.round,
                 stream=stream,
                 kind=call.kind,
+                hold_ledger=True,  # written by the commit's trip (or _flush_ledger)
             )
         except Exception:
             logger.warning(
@@ -610,19 +614,31 @@ class Session:
         data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
         folder = inbox_dir(file.path) if file and self._lists_inbox and not last else None
+        ledger = self._recorder.take_held() if self._recorder is not None else None
 
         def work() -> list[FileEntry] | None:
-            if file is not None and data:
-                file.write_now(data)
+            try:
+                if file is not None and data:
+                    file.write_now(data)
+            finally:  # after the fsync, still under the lock; a failure is only logged
+                if ledger is not None:
+                    _write_ledger(ledger)
             notes.settle_now()
             if lock is not None:
                 lock.release_now()
             return list_for_delivery(folder) if folder is not None else None
 
-        if data or notes.held or lock is not None or folder is not None:
+        if data or notes.held or lock is not None or folder is not None or ledger is not None:
             entries = await to_thread.run_sync(work)
             turn.listing = (folder, entries) if folder is not None and entries is not None else None
         self._unsaved = []
+
+    async def _flush_ledger(self) -> None:
+        """Write the ledger lines no commit took (a turn that failed after a call was recorded)."""
+        job = self._recorder.take_held() if self._recorder is not None else None
+        if job is not None:
+            with anyio.CancelScope(shield=True):
+                await to_thread.run_sync(_write_ledger, job)
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         # Without Python tools there is no loop: one call, its response returned (the promise).
@@ -647,6 +663,16 @@ class _Call:
     kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _write_ledger(job: Callable[[], None]) -> None:
+    """Worker thread: the telemetry's ledger lines; a failure never fails the call."""
+    try:
+        job()
+    except Exception:
+        logger.warning(
+            "ctxmw could not write the telemetry ledger; the call went on.", exc_info=True
+        )
 
 
 def _after_unsent(unsent: Messages, given: Messages) -> Messages:

@@ -21,7 +21,15 @@ from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
 from ctxmw.telemetry.marks import CacheMark
 
-__all__ = ["CallHook", "CallRecord", "LedgerWriter", "deliver", "ledger_path", "log_record"]
+__all__ = [
+    "CallHook",
+    "CallRecord",
+    "LedgerWriter",
+    "deliver",
+    "ledger_line",
+    "ledger_path",
+    "log_record",
+]
 
 CallHook = Callable[["CallRecord"], "Awaitable[None] | None"]
 """An ``on_call`` hook: called with each record; sync or async."""
@@ -194,9 +202,14 @@ class LedgerWriter:
         thread: a trip per file operation made each call wait for the thread pool several
         times, which a thousand concurrent sessions feel.
         """
-        data = (record.to_json() + "\n").encode()
+        data = ledger_line(record)
         async with self._lock:
             await anyio.to_thread.run_sync(self._append, data)
+
+    def append_now(self, data: bytes) -> None:
+        """Worker thread: append whole :func:`ledger_line` lines, for a caller folding the
+        ledger into a trip of its own (the runtime's after-call write)."""
+        self._append(data)
 
     def _append(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
@@ -207,6 +220,11 @@ class LedgerWriter:
             view = memoryview(data)
             while view:
                 view = view[handle.write(view) or 0 :]
+
+
+def ledger_line(record: CallRecord) -> bytes:
+    """One record as one ledger line (UTF-8, newline-terminated)."""
+    return (record.to_json() + "\n").encode()
 
 
 def _owner_only(path: str, flags: int) -> int:
