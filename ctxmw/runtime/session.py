@@ -159,13 +159,15 @@ class Session:
             self.settings,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
-        self._lists_inbox = any(fn is inbox for _, fn in self.strategies)
         self.on_call = list(on_call)
         self._system = system
         self._completion = completion
         self._kwargs = completion_kwargs
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
+        # The inbox the real ``inbox`` strategy reads, listed in the turn's trips (None: none).
+        lists = any(fn is inbox for _, fn in self.strategies)
+        self._inbox = inbox_dir(self._path) if self._path is not None and lists else None
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
@@ -386,8 +388,7 @@ class Session:
         if file is None:
             self._loaded = True
             return None
-        folder = inbox_dir(file.path) if self._lists_inbox else None
-        loaded = self._loaded
+        folder, loaded = self._inbox, self._loaded
 
         def work() -> tuple[bool, list[FileEntry] | None]:
             if lock is not None:
@@ -613,7 +614,7 @@ class Session:
         file, notes = self._file, self._notes
         data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
-        folder = inbox_dir(file.path) if file and self._lists_inbox and not last else None
+        folder = self._inbox if file is not None and not last else None
         ledger = self._recorder.take_held() if self._recorder is not None else None
 
         def work() -> list[FileEntry] | None:
