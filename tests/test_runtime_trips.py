@@ -29,6 +29,7 @@ from ctxmw.runtime import wrapper
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.testing import FakeCompletion, text, tool_calls
 from ctxmw.types import Messages
+from tests.test_inbox_nonblocking import armed, install_detector
 
 pytestmark = pytest.mark.anyio
 
@@ -289,3 +290,31 @@ async def test_a_tool_round_with_telemetry_writes_each_line_with_its_round(
     await session.ask("1 + 2?")
     assert trips.take() == 3
     assert ledger_rounds(save_file) == [0, 0, 1]
+
+
+async def test_a_warm_call_with_telemetry_does_its_file_io_only_in_its_trips(
+    tmp_path: Path, trips: Trips, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The trips above are few because the lock, the transcript, the inbox and the ledger share
+    # them: none of that work may move onto the event loop's thread to save a trip.
+    detector = install_detector(monkeypatch)
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(4)))
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=fake)
+    history: Messages = [{"role": "user", "content": "first"}]
+    await session.ask("first")
+    await ctxmw.acompletion(MODEL, history, save_file=tmp_path / "b.jsonl", completion=fake)
+    history = [
+        *history,
+        {"role": "assistant", "content": "answer 1"},
+        {"role": "user", "content": "q"},
+    ]
+    trips.take()
+    await armed(detector, lambda: session.ask("second"))
+    await armed(
+        detector,
+        lambda: ctxmw.acompletion(MODEL, history, save_file=tmp_path / "b.jsonl", completion=fake),
+    )
+    assert detector.violations == []
+    assert trips.take() == 2 + 2
+    assert ledger_rounds(save_file) == [0, 0]

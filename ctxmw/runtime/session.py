@@ -12,9 +12,10 @@ Decisions the specification leaves open:
 * A turn's file I/O takes as few worker-thread trips as the promises allow: one before the
   first model call (take the lock, see whether the file changed, list the inbox for the
   ``inbox`` strategy), a second only to read a changed file; one per commit (every unsaved
-  round in one write and fsync, the delivered inbox files settled, then the lock given back
-  by the turn's last commit, or the inbox listed for the next round). The round is on disk
-  before the call returns.
+  round in one write and fsync, then the telemetry's ledger lines, built on the loop, the
+  delivered inbox files settled, then the lock given back by the turn's last commit, or the
+  inbox listed for the next round). The round is on disk before the call returns. The lock is
+  free between turns, so the trip before a turn cannot be skipped: taking it is file I/O.
 * A turn's input (the user message) is written together with the first round, so a provider
   error before any round completed leaves no dangling user message. The session keeps that
   input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
