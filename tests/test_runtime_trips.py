@@ -225,7 +225,7 @@ async def test_a_tool_round_costs_one_trip_that_also_lists_the_inbox(
     assert [m["role"] for m in lines(save_file)][-4:] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
+async def test_a_warm_stream_makes_two_trips_and_gives_the_lock_back(
     tmp_path: Path, trips: Trips
 ) -> None:
     save_file = tmp_path / "agent.jsonl"
@@ -236,9 +236,10 @@ async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
             MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
         )
         _ = [chunk async for chunk in stream]
-        # Read, then the write that gives the lock back; the next call reads the file again (a
-        # stream is saved after the call returned, so its conversation keeps no transcript).
-        assert trips.take() == 3
+        # The first call reads the file. The call ends with its stream: the conversation then
+        # keeps the transcript the commit wrote (it was 3 trips a call, each one reading the
+        # file again, when the conversation was handed over before the stream was read).
+        assert trips.take() == (3 if n == 0 else 2)
         history = [*history, {"role": "assistant", "content": f"a{n + 1}"}]
         history.append({"role": "user", "content": "two"})
     assert lines(save_file)[-1] == {"role": "assistant", "content": "a2"}
@@ -318,3 +319,25 @@ async def test_a_warm_call_with_telemetry_does_its_file_io_only_in_its_trips(
     assert detector.violations == []
     assert trips.take() == 2 + 2
     assert ledger_rounds(save_file) == [0, 0]
+
+
+async def test_a_stream_closed_unread_saves_nothing_and_the_next_call_reads_the_file(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    history: Messages = [{"role": "user", "content": "one"}]
+    fake = FakeCompletion(text("a1"), text("a2"), text("a3"))
+    stream = await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
+    )
+    _ = [chunk async for chunk in stream]
+    stream = await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
+    )
+    await stream.aclose()  # the call ends unsaved: its conversation keeps no transcript
+    assert not (tmp_path / "agent.jsonl.lock").exists()
+    trips.take()
+    history = [*history, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "2"}]
+    await ctxmw.acompletion(MODEL, history, save_file=save_file, completion=fake, settings=QUIET)
+    assert trips.take() == 3
+    assert [m["content"] for m in lines(save_file)] == ["one", "a1", "2", "a3"]

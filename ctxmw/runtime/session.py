@@ -51,7 +51,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -316,12 +316,18 @@ class Session:
         async with self._turn(history) as turn:
             return await self._loop(turn)
 
-    async def stream(self, history: Sequence[Any]) -> PersistingStream:
+    async def stream(
+        self,
+        history: Sequence[Any],
+        on_end: Callable[[bool], Awaitable[None]] | None = None,
+    ) -> PersistingStream:
         """A stateless streaming call of one round (``stream=True`` in the completion kwargs).
 
         ``history`` is treated as in :meth:`complete`; the reply is saved when the stream has
         been read to its end. The per-session lock is not taken, so the stream may be read from
         another task than the one that opened it: do not overlap calls on one session.
+        ``on_end`` is awaited once the stream has ended (read, broken or closed), with whether
+        the reply was saved.
 
         Raises:
             UsageError: the session has Python callables in ``tools`` (the loop needs whole
@@ -344,7 +350,10 @@ class Session:
                 await lock.release()
             raise
 
+        saved = False
+
         async def complete(chunks: list[Any]) -> None:
+            nonlocal saved
             call = turn.stream_call
             if call is not None:
                 await self._record(call, chunks, time.perf_counter() - call.started, stream)
@@ -352,12 +361,15 @@ class Session:
             if built is not None:
                 turn.add_round([response_message(built)])
                 await self._commit(turn, last=True)  # gives the lock back in the same trip
+                saved = True
 
         async def close() -> None:
             await self._notes.release(self._pending)  # a stream that broke committed nothing
             await self._flush_ledger()
             if lock is not None:
                 await lock.release()  # no trip when the commit gave it back
+            if on_end is not None:
+                await on_end(saved)
 
         return PersistingStream(stream, complete, close)
 
