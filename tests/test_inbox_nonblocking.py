@@ -59,6 +59,11 @@ class Detector:
 
 @pytest.fixture
 def detector(monkeypatch: pytest.MonkeyPatch) -> Detector:
+    return install_detector(monkeypatch)
+
+
+def install_detector(monkeypatch: pytest.MonkeyPatch) -> Detector:
+    """A :class:`Detector` wrapping the blocking file functions (disarmed until :func:`armed`)."""
     found = Detector()
     for name in OS_CALLS:
         monkeypatch.setattr(os, name, found.wrap(f"os.{name}", getattr(os, name)))

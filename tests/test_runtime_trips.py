@@ -2,8 +2,8 @@
 
 A warm call (the save_file already loaded, no inbox note waiting) makes one trip before the
 model call (the lock, "did the file change?", the inbox listing) and one after it (the round's
-write and fsync, the inbox notes settled, the lock given back). The telemetry's own ledger write
-is the telemetry's (off here, so these counts are the runtime's alone).
+write and fsync, the telemetry's ledger line, the inbox notes settled, the lock given back). Most
+tests here turn telemetry off; the ``..._with_telemetry`` ones show that it adds no trip.
 
 Counted by wrapping both doors to a worker thread: ``anyio.to_thread.run_sync`` and the event
 loop's ``run_in_executor`` (what aiofiles uses).
@@ -29,6 +29,7 @@ from ctxmw.runtime import wrapper
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.testing import FakeCompletion, text, tool_calls
 from ctxmw.types import Messages
+from tests.test_inbox_nonblocking import armed, install_detector
 
 pytestmark = pytest.mark.anyio
 
@@ -224,7 +225,7 @@ async def test_a_tool_round_costs_one_trip_that_also_lists_the_inbox(
     assert [m["role"] for m in lines(save_file)][-4:] == ["user", "assistant", "tool", "assistant"]
 
 
-async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
+async def test_a_warm_stream_makes_two_trips_and_gives_the_lock_back(
     tmp_path: Path, trips: Trips
 ) -> None:
     save_file = tmp_path / "agent.jsonl"
@@ -235,10 +236,108 @@ async def test_a_stream_makes_three_trips_and_gives_the_lock_back(
             MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
         )
         _ = [chunk async for chunk in stream]
-        # Read, then the write that gives the lock back; the next call reads the file again (a
-        # stream is saved after the call returned, so its conversation keeps no transcript).
-        assert trips.take() == 3
+        # The first call reads the file. The call ends with its stream: the conversation then
+        # keeps the transcript the commit wrote (it was 3 trips a call, each one reading the
+        # file again, when the conversation was handed over before the stream was read).
+        assert trips.take() == (3 if n == 0 else 2)
         history = [*history, {"role": "assistant", "content": f"a{n + 1}"}]
         history.append({"role": "user", "content": "two"})
     assert lines(save_file)[-1] == {"role": "assistant", "content": "a2"}
     assert not (tmp_path / "agent.jsonl.lock").exists()
+
+
+def ledger_rounds(save_file: Path) -> list[int]:
+    return [entry["round"] for entry in lines(save_file.with_name("agent.ledger.jsonl"))]
+
+
+async def test_a_warm_turn_writes_its_ledger_line_in_the_commits_trip(
+    tmp_path: Path, trips: Trips
+) -> None:
+    # Telemetry on: the ledger line is built on the loop and written by the commit's trip, after
+    # the transcript's fsync; not a third trip of its own.
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(4)))
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=fake)
+    await session.ask("first")
+    trips.take()
+    for n in range(1, 4):
+        await session.ask(f"turn {n}")
+        assert trips.take() == 2
+        assert ledger_rounds(save_file) == [0] * (n + 1)  # on disk when the call returns
+
+
+async def test_a_warm_stateless_call_with_telemetry_makes_two_trips(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    history: Messages = [{"role": "user", "content": "first"}]
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(3)))
+    for n in range(3):
+        await ctxmw.acompletion(MODEL, history, save_file=save_file, completion=fake)
+        assert trips.take() == (3 if n == 0 else 2)
+        assert ledger_rounds(save_file) == [0] * (n + 1)
+        history = [*history, {"role": "assistant", "content": f"answer {n}"}]
+        history.append({"role": "user", "content": f"q{n}"})
+
+
+async def test_a_tool_round_with_telemetry_writes_each_line_with_its_round(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(text("hello"), tool_calls(("add", {"a": 1, "b": 2})), text("3"))
+    session = ctxmw.Session(MODEL, save_file=save_file, tools=[add], completion=fake)
+    await session.ask("hi")
+    trips.take()
+    await session.ask("1 + 2?")
+    assert trips.take() == 3
+    assert ledger_rounds(save_file) == [0, 0, 1]
+
+
+async def test_a_warm_call_with_telemetry_does_its_file_io_only_in_its_trips(
+    tmp_path: Path, trips: Trips, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The trips above are few because the lock, the transcript, the inbox and the ledger share
+    # them: none of that work may move onto the event loop's thread to save a trip.
+    detector = install_detector(monkeypatch)
+    save_file = tmp_path / "agent.jsonl"
+    fake = FakeCompletion(*(text(f"answer {n}") for n in range(4)))
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=fake)
+    history: Messages = [{"role": "user", "content": "first"}]
+    await session.ask("first")
+    await ctxmw.acompletion(MODEL, history, save_file=tmp_path / "b.jsonl", completion=fake)
+    history = [
+        *history,
+        {"role": "assistant", "content": "answer 1"},
+        {"role": "user", "content": "q"},
+    ]
+    trips.take()
+    await armed(detector, lambda: session.ask("second"))
+    await armed(
+        detector,
+        lambda: ctxmw.acompletion(MODEL, history, save_file=tmp_path / "b.jsonl", completion=fake),
+    )
+    assert detector.violations == []
+    assert trips.take() == 2 + 2
+    assert ledger_rounds(save_file) == [0, 0]
+
+
+async def test_a_stream_closed_unread_saves_nothing_and_the_next_call_reads_the_file(
+    tmp_path: Path, trips: Trips
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    history: Messages = [{"role": "user", "content": "one"}]
+    fake = FakeCompletion(text("a1"), text("a2"), text("a3"))
+    stream = await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
+    )
+    _ = [chunk async for chunk in stream]
+    stream = await ctxmw.acompletion(
+        MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
+    )
+    await stream.aclose()  # the call ends unsaved: its conversation keeps no transcript
+    assert not (tmp_path / "agent.jsonl.lock").exists()
+    trips.take()
+    history = [*history, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "2"}]
+    await ctxmw.acompletion(MODEL, history, save_file=save_file, completion=fake, settings=QUIET)
+    assert trips.take() == 3
+    assert [m["content"] for m in lines(save_file)] == ["one", "a1", "2", "a3"]

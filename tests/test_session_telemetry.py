@@ -9,7 +9,9 @@ from typing import Any
 import pytest
 
 import ctxmw
-from ctxmw.telemetry import CallRecord
+from ctxmw.errors import SaveFileWriteError
+from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.telemetry import CallRecord, LedgerWriter
 from ctxmw.testing import FakeCompletion, text, tool_calls, usage
 from tests.test_session import MODEL, add
 
@@ -145,3 +147,76 @@ async def test_budget_layers_kept_incrementally_equal_a_count_from_scratch() -> 
         assert record.budget is not None
         assert {key: record.budget[key] for key in layers} == layers
         assert record.budget["tools"] > 0
+
+
+async def test_the_ledger_line_is_written_after_the_transcripts_fsync(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    order: list[str] = []
+    real_write = TranscriptFile.write_now
+    real_append = LedgerWriter.append_now
+
+    def write_now(self: TranscriptFile, data: bytes) -> None:
+        real_write(self, data)
+        order.append("transcript")
+
+    def append_now(self: LedgerWriter, data: bytes) -> None:
+        order.append("ledger")
+        real_append(self, data)
+
+    monkeypatch.setattr(TranscriptFile, "write_now", write_now)
+    monkeypatch.setattr(LedgerWriter, "append_now", append_now)
+    session = ctxmw.Session(MODEL, save_file=tmp_path / "agent.jsonl", completion=loop_script())
+    await session.ask("hi")
+    assert order == ["transcript", "ledger"]
+
+
+async def test_a_ledger_that_cannot_be_written_never_fails_the_transcript_write(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    (tmp_path / "agent.ledger.jsonl").mkdir()  # opening it for append fails
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=FakeCompletion(text("ok")))
+    response = await session.ask("hi")
+    assert response.choices[0].message.content == "ok"
+    assert [json.loads(line)["role"] for line in save_file.read_text().splitlines()] == [
+        "user",
+        "assistant",
+    ]
+    assert any("ledger" in r.getMessage() for r in caplog.records)
+
+
+async def test_a_failed_transcript_write_still_writes_the_ledger_line(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def disk_full(self: TranscriptFile, data: bytes) -> None:
+        raise SaveFileWriteError(str(self.path), OSError(28, "No space left on device"))
+
+    monkeypatch.setattr(TranscriptFile, "write_now", disk_full)
+    save_file = tmp_path / "agent.jsonl"
+    session = ctxmw.Session(MODEL, save_file=save_file, completion=FakeCompletion(text("ok")))
+    with pytest.raises(SaveFileWriteError):
+        await session.ask("hi")
+    assert (tmp_path / "agent.ledger.jsonl").read_text().count("\n") == 1
+    assert session.messages[-1]["content"] == "ok"  # kept in memory for the next write
+
+
+async def test_a_summary_recorded_before_a_failed_call_still_reaches_the_ledger(
+    tmp_path: Path,
+) -> None:
+    async def summarise_then_fail(messages: list[Any], ctx: Any) -> list[Any]:
+        await ctx.completion(messages=[{"role": "user", "content": "summarise"}])
+        return messages
+
+    fake = FakeCompletion(text("summary"), RuntimeError("provider down"))
+    session = ctxmw.Session(
+        MODEL,
+        save_file=tmp_path / "agent.jsonl",
+        completion=fake,
+        prompt_strategies=[summarise_then_fail],
+    )
+    with pytest.raises(RuntimeError, match="provider down"):
+        await session.ask("hi")
+    ledger = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
+    assert [json.loads(line)["kind"] for line in ledger] == ["summary"]
+    assert not (tmp_path / "agent.jsonl.lock").exists()

@@ -12,9 +12,10 @@ Decisions the specification leaves open:
 * A turn's file I/O takes as few worker-thread trips as the promises allow: one before the
   first model call (take the lock, see whether the file changed, list the inbox for the
   ``inbox`` strategy), a second only to read a changed file; one per commit (every unsaved
-  round in one write and fsync, the delivered inbox files settled, then the lock given back
-  by the turn's last commit, or the inbox listed for the next round). The round is on disk
-  before the call returns.
+  round in one write and fsync, then the telemetry's ledger lines, built on the loop, the
+  delivered inbox files settled, then the lock given back by the turn's last commit, or the
+  inbox listed for the next round). The round is on disk before the call returns. The lock is
+  free between turns, so the trip before a turn cannot be skipped: taking it is file I/O.
 * A turn's input (the user message) is written together with the first round, so a provider
   error before any round completed leaves no dangling user message. The session keeps that
   input (``pending_input``) and sends it with the next ``run()``: ``run()`` with no messages
@@ -50,7 +51,7 @@ import functools
 import logging
 import os
 import time
-from collections.abc import AsyncIterator, Callable, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -159,13 +160,15 @@ class Session:
             self.settings,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
-        self._lists_inbox = any(fn is inbox for _, fn in self.strategies)
         self.on_call = list(on_call)
         self._system = system
         self._completion = completion
         self._kwargs = completion_kwargs
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
+        # The inbox the real ``inbox`` strategy reads, listed in the turn's trips (None: none).
+        lists = any(fn is inbox for _, fn in self.strategies)
+        self._inbox = inbox_dir(self._path) if self._path is not None and lists else None
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
@@ -313,12 +316,18 @@ class Session:
         async with self._turn(history) as turn:
             return await self._loop(turn)
 
-    async def stream(self, history: Sequence[Any]) -> PersistingStream:
+    async def stream(
+        self,
+        history: Sequence[Any],
+        on_end: Callable[[bool], Awaitable[None]] | None = None,
+    ) -> PersistingStream:
         """A stateless streaming call of one round (``stream=True`` in the completion kwargs).
 
         ``history`` is treated as in :meth:`complete`; the reply is saved when the stream has
         been read to its end. The per-session lock is not taken, so the stream may be read from
         another task than the one that opened it: do not overlap calls on one session.
+        ``on_end`` is awaited once the stream has ended (read, broken or closed), with whether
+        the reply was saved.
 
         Raises:
             UsageError: the session has Python callables in ``tools`` (the loop needs whole
@@ -336,11 +345,15 @@ class Session:
             stream, prompt = await self._send(turn, 0)
         except BaseException:
             await self._notes.release(self._pending)
+            await self._flush_ledger()
             if lock is not None:
                 await lock.release()
             raise
 
+        saved = False
+
         async def complete(chunks: list[Any]) -> None:
+            nonlocal saved
             call = turn.stream_call
             if call is not None:
                 await self._record(call, chunks, time.perf_counter() - call.started, stream)
@@ -348,11 +361,15 @@ class Session:
             if built is not None:
                 turn.add_round([response_message(built)])
                 await self._commit(turn, last=True)  # gives the lock back in the same trip
+                saved = True
 
         async def close() -> None:
             await self._notes.release(self._pending)  # a stream that broke committed nothing
+            await self._flush_ledger()
             if lock is not None:
                 await lock.release()  # no trip when the commit gave it back
+            if on_end is not None:
+                await on_end(saved)
 
         return PersistingStream(stream, complete, close)
 
@@ -368,6 +385,7 @@ class Session:
                 await self._notes.release(self._pending)  # carried, but not committed
                 raise
             finally:
+                await self._flush_ledger()  # no trip when a commit wrote the lines
                 if lock is not None:
                     await lock.release()  # no trip when the turn's last commit gave it back
 
@@ -383,8 +401,7 @@ class Session:
         if file is None:
             self._loaded = True
             return None
-        folder = inbox_dir(file.path) if self._lists_inbox else None
-        loaded = self._loaded
+        folder, loaded = self._inbox, self._loaded
 
         def work() -> tuple[bool, list[FileEntry] | None]:
             if lock is not None:
@@ -572,6 +589,7 @@ class Session:
                 round=call.round,
                 stream=stream,
                 kind=call.kind,
+                hold_ledger=True,  # written by the commit's trip (or _flush_ledger)
             )
         except Exception:
             logger.warning(
@@ -609,20 +627,32 @@ class Session:
         file, notes = self._file, self._notes
         data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
-        folder = inbox_dir(file.path) if file and self._lists_inbox and not last else None
+        folder = self._inbox if file is not None and not last else None
+        ledger = self._recorder.take_held() if self._recorder is not None else None
 
         def work() -> list[FileEntry] | None:
-            if file is not None and data:
-                file.write_now(data)
+            try:
+                if file is not None and data:
+                    file.write_now(data)
+            finally:  # after the fsync, still under the lock; a failure is only logged
+                if ledger is not None:
+                    _write_ledger(ledger)
             notes.settle_now()
             if lock is not None:
                 lock.release_now()
             return list_for_delivery(folder) if folder is not None else None
 
-        if data or notes.held or lock is not None or folder is not None:
+        if data or notes.held or lock is not None or folder is not None or ledger is not None:
             entries = await to_thread.run_sync(work)
             turn.listing = (folder, entries) if folder is not None and entries is not None else None
         self._unsaved = []
+
+    async def _flush_ledger(self) -> None:
+        """Write the ledger lines no commit took (a turn that failed after a call was recorded)."""
+        job = self._recorder.take_held() if self._recorder is not None else None
+        if job is not None:
+            with anyio.CancelScope(shield=True):
+                await to_thread.run_sync(_write_ledger, job)
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         # Without Python tools there is no loop: one call, its response returned (the promise).
@@ -647,6 +677,16 @@ class _Call:
     kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+
+
+def _write_ledger(job: Callable[[], None]) -> None:
+    """Worker thread: the telemetry's ledger lines; a failure never fails the call."""
+    try:
+        job()
+    except Exception:
+        logger.warning(
+            "ctxmw could not write the telemetry ledger; the call went on.", exc_info=True
+        )
 
 
 def _after_unsent(unsent: Messages, given: Messages) -> Messages:

@@ -132,18 +132,27 @@ async def _run(
     entry = _conversations.check_out(key) if key is not None else None
     if entry is not None:
         convo._resume(entry)
-    exact = False
-    try:
-        if kwargs.get("stream"):
-            return await convo.stream(history)  # saved when read: the next call reads the file
-        response = await convo.complete(history)
-        exact = True
-        return response
-    finally:
+
+    async def end(exact: bool) -> None:
         if entry is not None and key is not None:
             convo._hand_over(entry, exact=exact)
             _conversations.check_in(key, entry)
         await _return_to_inbox(convo)
+
+    if kwargs.get("stream"):
+        # The call ends with its stream (saved once read): the conversation is handed over then.
+        try:
+            return await convo.stream(history, on_end=end)
+        except BaseException:
+            await end(False)
+            raise
+    exact = False
+    try:
+        response = await convo.complete(history)
+        exact = True
+        return response
+    finally:
+        await end(exact)
 
 
 _conversations = Conversations()

@@ -220,6 +220,11 @@ class LedgerWriter:
         async with self._lock:
             await anyio.to_thread.run_sync(self._append, data)
 
+    def append_now(self, data: bytes) -> None:
+        """Worker thread: append whole :func:`ledger_line` lines, for a caller folding the
+        ledger into a trip of its own (the runtime's after-call write)."""
+        self._append(data)
+
     def _append(self, data: bytes) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:

@@ -21,9 +21,10 @@ usage from litellm's tokenizer estimate). Calls must be recorded in the order th
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
-from collections.abc import Iterable, Mapping, MutableMapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -106,6 +107,7 @@ class CallRecorder:
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
         self.ledger = LedgerWriter(ledger_path(save_file)) if save_file is not None else None
+        self._held: list[bytes] = []  # ledger lines built by record(hold_ledger=True)
         self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
         self._shape: CallShape | None = None
@@ -159,6 +161,7 @@ class CallRecorder:
         round: int = 0,
         stream: object | None = None,
         kind: str = "agent",
+        hold_ledger: bool = False,
     ) -> CallRecord:
         """Measure one finished call, deliver the record to every sink, and return it.
 
@@ -175,6 +178,8 @@ class CallRecorder:
             stream: the consumed litellm stream object, for streamed calls.
             kind: ``"agent"``, or ``"summary"`` for a strategy's own call: measured against
                 the previous agent call, it is not what the next agent call is measured against.
+            hold_ledger: build the ledger line but leave it for :meth:`take_held` (a
+                caller that writes it in a worker-thread trip of its own) instead of a trip here.
         """
         async with self._lock:
             record, line = await self._build(
@@ -192,9 +197,20 @@ class CallRecorder:
         _log_record(self.logger, record)
         if self.hooks or self._otel:
             await deliver([*self.hooks, *self._otel], record, self.logger)
-        if self.ledger is not None:
+        if self.ledger is not None and hold_ledger:
+            self._held.append(line)
+        elif self.ledger is not None:
             await self.ledger.write_line(line)
         return record
+
+    def take_held(self) -> Callable[[], None] | None:
+        """The ledger lines ``record(hold_ledger=True)`` held, taken now (on the loop), as one
+        job for a worker thread: one write, in the order recorded. None when none wait.
+        """
+        ledger, data, self._held = self.ledger, b"".join(self._held), []
+        if ledger is None or not data:
+            return None
+        return functools.partial(ledger.append_now, data)
 
     def export_state(self) -> dict[str, Any]:
         """What the next call's measurement depends on, as JSON-ready data.
