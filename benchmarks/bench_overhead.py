@@ -37,7 +37,8 @@ many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips 
 (counted as in part 1), then, traced, peak memory and memory per session beyond its
 transcript's own bytes. Each pass also counts the gc-tracked objects (``gc.get_objects()``):
 those alive at the start (and frozen, with ``--gc freeze``), those each finished session keeps
-(the ones its transcript's message dicts account for given apart), and, in the traced pass (whose
+(its transcript's own given apart: a message dict holding only strings and numbers is not
+tracked once a full pass has seen it), and, in the traced pass (whose
 timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
 them (the in-flight calls' objects). ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
@@ -367,16 +368,22 @@ async def sample_tracked(stop: asyncio.Event, peak: list[int]) -> None:
         await asyncio.sleep(0.25)
 
 
+def tracked_in(value: Any) -> int:
+    """The tracked objects of a transcript (its list, messages and their nested containers)."""
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return gc.is_tracked(value) + sum(map(tracked_in, inner))
+
+
 def tracked_line(base: int, peak: int, keep: list[Any]) -> str:
     """Tracked objects at the start, kept per finished session, and the run's peak."""
-    gc.collect()
+    gc.collect()  # a full pass also stops tracking the dicts that hold only strings and numbers
     per = (tracked() - base) / len(keep)
-    own = sum(len(s.messages) for s in keep) / len(keep)
+    own = sum(tracked_in(s.messages) for s in keep) / len(keep)
     frozen = f" (+{gc.get_freeze_count():,} frozen)" if gc.get_freeze_count() else ""
     during = f", peak {peak:,} during the run" if peak else ""
     return (
         f"  tracked objects: {base:,} at the start{frozen}, {per:,.0f} kept per finished session "
-        f"({own:,.0f} of them its transcript's messages){during}"
+        f"({own:,.0f} of them its transcript's own){during}"
     )
 
 
