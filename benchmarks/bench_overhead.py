@@ -35,7 +35,12 @@ the longest event-loop stall (a ticker task that sleeps 5 ms and records how lat
 longest single loop step (see :class:`StepWatch`), the longest garbage-collection pass and how
 many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips per call
 (counted as in part 1), then, traced, peak memory and memory per session beyond its
-transcript's own bytes. ``--gc freeze`` calls ``gc.freeze()`` after the
+transcript's own bytes. Each pass also counts the gc-tracked objects (``gc.get_objects()``):
+those alive at the start (and frozen, with ``--gc freeze``), those each finished session keeps
+(its transcript's own given apart: a message dict holding only strings and numbers is not
+tracked once a full pass has seen it), and, in the traced pass (whose
+timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
+them (the in-flight calls' objects). ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
 ``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
 process's gc settings.
@@ -351,6 +356,37 @@ def transcript_bytes(sessions: list[Any]) -> int:
     return sum(len(json.dumps(m)) for s in sessions for m in s.messages)
 
 
+def tracked() -> int:
+    """The gc-tracked objects the collector can reach (frozen ones are not counted)."""
+    return len(gc.get_objects())
+
+
+async def sample_tracked(stop: asyncio.Event, peak: list[int]) -> None:
+    """The peak number of tracked objects, sampled every 0.25 s (traced pass only: it blocks)."""
+    while not stop.is_set():
+        peak[0] = max(peak[0], tracked())
+        await asyncio.sleep(0.25)
+
+
+def tracked_in(value: Any) -> int:
+    """The tracked objects of a transcript (its list, messages and their nested containers)."""
+    inner = value.values() if isinstance(value, dict) else value if isinstance(value, list) else ()
+    return gc.is_tracked(value) + sum(map(tracked_in, inner))
+
+
+def tracked_line(base: int, peak: int, keep: list[Any]) -> str:
+    """Tracked objects at the start, kept per finished session, and the run's peak."""
+    gc.collect()  # a full pass also stops tracking the dicts that hold only strings and numbers
+    per = (tracked() - base) / len(keep)
+    own = sum(tracked_in(s.messages) for s in keep) / len(keep)
+    frozen = f" (+{gc.get_freeze_count():,} frozen)" if gc.get_freeze_count() else ""
+    during = f", peak {peak:,} during the run" if peak else ""
+    return (
+        f"  tracked objects: {base:,} at the start{frozen}, {per:,.0f} kept per finished session "
+        f"({own:,.0f} of them its transcript's own){during}"
+    )
+
+
 async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) -> None:
     stop, worst, keep = asyncio.Event(), [0.0], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -360,7 +396,9 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
             gc.freeze()
         if traced:
             tracemalloc.start()
+        base, peak = tracked(), [0]
         tick = asyncio.create_task(ticker(stop, worst))
+        sampler = asyncio.create_task(sample_tracked(stop, peak)) if traced else None
         Trips.install()
         Trips.take()
         t0, c0 = time.perf_counter(), time.process_time()
@@ -372,6 +410,8 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         trips = Trips.take() / (sessions * rounds)
         stop.set()
         await tick
+        if sampler is not None:
+            await sampler
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
         print(
             f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total "
@@ -382,14 +422,15 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
             f"{watch.full} full gc passes, {trips:.2f} worker-thread trips per call",
             flush=True,
         )
+        print(tracked_line(base, peak[0], keep), flush=True)
         if traced:
             gc.collect()
-            current, peak = tracemalloc.get_traced_memory()
+            current, top = tracemalloc.get_traced_memory()
             tracemalloc.stop()
             own = transcript_bytes(keep)
             per = (current - own) / sessions
             print(
-                f"  peak traced {peak / 2**20:.1f} MB, held {current / 2**20:.1f} MB, "
+                f"  peak traced {top / 2**20:.1f} MB, held {current / 2**20:.1f} MB, "
                 f"transcripts {own / 2**20:.1f} MB, per session beyond its transcript "
                 f"{per / 2**20:.3f} MB",
                 flush=True,

@@ -54,7 +54,9 @@ class ToolIndex:
     Attributes:
         calls: completed calls in forward order (``calls[f - 1].f == f``).
         groups: assistant message index -> the forward number of each of its tool_calls, in
-            order, or None for an entry that has no result (or is malformed).
+            order, or None for an entry that has no result (or is malformed). A tuple, replaced
+            as results arrive: a tuple of numbers leaves the collector's reach the first time it
+            is seen, where a list stays tracked (one per group, for a conversation's lifetime).
         result_of: tool message index -> forward number of the call it answers.
         last_user_index: index of the newest user message (-1 if none).
         partial: assistant message indices of groups that hold (or held, while reading) an
@@ -62,7 +64,7 @@ class ToolIndex:
     """
 
     calls: list[Call] = field(default_factory=list)
-    groups: dict[int, list[int | None]] = field(default_factory=dict)
+    groups: dict[int, tuple[int | None, ...]] = field(default_factory=dict)
     result_of: dict[int, int] = field(default_factory=dict)
     last_user_index: int = -1
     partial: dict[int, None] = field(default_factory=dict)
@@ -211,7 +213,7 @@ def _open_group(
 ) -> None:
     if not isinstance(tool_calls, list) or not tool_calls:
         return
-    index.groups[i] = [None] * len(tool_calls)
+    index.groups[i] = (None,) * len(tool_calls)
     for pos, tc in enumerate(tool_calls):
         call_id = tc.get("id") if isinstance(tc, dict) else None
         if isinstance(call_id, str) and call_id not in pending:
@@ -228,7 +230,8 @@ def _close_call(
     call_index, pos, tc = pending.pop(call_id)
     f = len(index.calls) + 1
     index.calls.append(Call(f, call_id, call_name(tc), call_arguments(tc), call_index, i))
-    index.groups[call_index][pos] = f
+    members = index.groups[call_index]
+    index.groups[call_index] = (*members[:pos], f, *members[pos + 1 :])
     index.result_of[i] = f
 
 

@@ -6,13 +6,18 @@ it was derived from, the estimated sizes (running sums per message and per call)
 state after every call point. A call re-derives only past the first message that changed (and
 past a call point whose cache turned cold since); the decision itself is the strategy's own pure
 ``step`` function, passed in.
+
+The states are kept as plain tuples of numbers: the collector stops tracking such a tuple the
+first time it sees it, where a :class:`FoldState` (an instance) would stay tracked, one per call
+point, and lengthen every full gc pass of a process holding many conversations.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left, bisect_right
 from collections.abc import Callable, Collection, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
+from operator import attrgetter
 from typing import Any
 
 from ctxmw.messages._incremental import (
@@ -110,11 +115,13 @@ class _Memo:
     inputs: list[Any]
     table: SizeTable
     points: list[int]  # assistant call points folded so far, ascending
-    states: list[FoldState]  # the fold after each of them
+    states: list[tuple[Any, ...]]  # the fold after each of them, packed (:data:`_pack`)
     cold: frozenset[int]
 
 
 Step = Callable[[FoldState, int], FoldState]
+
+_pack: Callable[[FoldState], tuple[Any, ...]] = attrgetter(*(f.name for f in fields(FoldState)))
 
 
 def resume_fold(
@@ -146,13 +153,13 @@ def resume_fold(
         state = _Memo(key, [], SizeTable.for_settings(settings), [], [], frozenset())
     state.table.extend(messages, index)
     step = make_step(state.table)
-    fold = state.states[-1] if state.states else FoldState()
+    fold = FoldState(*state.states[-1]) if state.states else FoldState()
     start = state.points[-1] + 1 if state.points else 1
     for i in range(start, len(messages)):
         if messages[i].get("role") == "assistant":
             fold = step(fold, i)
             state.points.append(i)
-            state.states.append(fold)
+            state.states.append(_pack(fold))
     last = step(fold, len(messages))
     state.inputs, state.cold = kept_copy(messages), frozenset(cold)
     if memo is not None:

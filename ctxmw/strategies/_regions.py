@@ -178,7 +178,7 @@ def _render_one(
 
 
 def _render_group(
-    msg: dict[str, Any], members: list[int | None], calls: bytes, settings: Settings
+    msg: dict[str, Any], members: tuple[int | None, ...], calls: bytes, settings: Settings
 ) -> Any:
     regions = [calls[f - 1] if f is not None else Region.FULL for f in members]
     if all(r == Region.DROPPED for r in regions):

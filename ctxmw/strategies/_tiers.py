@@ -59,7 +59,7 @@ def _suspects(index: ToolIndex, calls: bytearray) -> Iterable[int]:
     return suspects
 
 
-def _keep_whole(members: list[int | None], calls: bytearray, results: bytearray) -> None:
+def _keep_whole(members: tuple[int | None, ...], calls: bytearray, results: bytearray) -> None:
     """A group is dropped whole or survives whole: its would-be-dropped calls are compacted."""
     if all(f is not None and calls[f - 1] == Region.DROPPED for f in members):
         return
