@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Iterator
-from types import ModuleType
 from typing import Any
 
 import anyio
@@ -55,25 +53,3 @@ def run_chain(
     ctx = StrategyContext(settings=settings, memo=memo)
     out = anyio.run(apply_strategies, messages, resolve_strategies(chain, settings), ctx)
     return out, ctx.stats
-
-
-def tracked_beyond(root: Any, outside: Any) -> int:
-    """The gc-tracked objects reachable from ``root`` and not from ``outside`` (a transcript).
-
-    What a full gc pass walks for ``root``'s sake. Types and modules are not followed.
-    """
-    skip = {id(o) for o in _reachable(outside, set())}
-    return len(_reachable(root, skip))
-
-
-def _reachable(root: Any, skip: set[int]) -> list[Any]:
-    seen: set[int] = set(skip)
-    found, stack = [], [root]
-    while stack:
-        o = stack.pop()
-        if id(o) in seen or not gc.is_tracked(o) or isinstance(o, (type, ModuleType)):
-            continue
-        seen.add(id(o))
-        found.append(o)
-        stack.extend(gc.get_referents(o))
-    return found

@@ -9,7 +9,7 @@ from typing import Any
 from ctxmw import Settings
 from ctxmw.messages.pairs import index_tools
 from ctxmw.strategies._economic_memo import FoldState, SizeTable, resume_fold
-from tests._incremental import tracked_beyond
+from tests._tracked import tracked_beyond
 from tests.transcripts import SMALL_WINDOWS
 
 

@@ -16,7 +16,8 @@ from ctxmw.strategies import _regions, cache_breakpoints, shorten_tools_economic
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import marks
 from ctxmw.types import Messages, StrategyContext
-from tests._incremental import CallCounter, growing_rounds, tracked_beyond
+from tests._incremental import CallCounter, growing_rounds
+from tests._tracked import tracked_beyond
 from tests.transcripts import adjacent_calls, call, group
 
 SMALL = Settings(
