@@ -9,7 +9,8 @@ result and a short note per round). For each size, in one run:
   litellm's own client-side work for that call (no network, no model);
 * ``stateless``: ``ctxmw.acompletion`` given the whole history on every call (the litellm habit,
   what agent frameworks do), with a save_file, the default strategies and telemetry on, and a
-  completion function that returns at once;
+  completion function that returns at once (its response built before the timed call: in a
+  real call litellm builds it, on litellm's side of the table);
 * ``session``: ``Session.ask`` on a session resumed from the same transcript.
 
 Beside each: the part of ctxmw's time spent in its telemetry (``CallRecorder.record``: digests,
@@ -43,7 +44,10 @@ timing is not the point), the peak during the run, sampled every 0.25 s by a tas
 them (the in-flight calls' objects). ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
 ``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
-process's gc settings.
+process's gc settings. ``--litellm-alone`` runs each untraced pass again with the same traffic
+sent by plain callers straight to ``litellm.acompletion(..., mock_response=...)``, no ctxmw: the
+stall that litellm's own calls in flight make in the same process, for comparison (ctxmw's
+sessions above use an instant fake, not litellm).
 
 ``--part 1`` or ``--part 2`` runs one part only.
 """
@@ -77,13 +81,25 @@ SIZES = (100, 2_000, 10_000)
 
 
 class Instant:
-    """A completion function that answers at once and remembers the last prompt."""
+    """A completion function that answers at once and remembers the last prompt.
+
+    The response a real call returns is built by litellm (its time is on litellm's side of the
+    table), so part 1 builds each response before the timed call (:meth:`ready`) and the fake
+    only hands it over; without one ready it builds its own (part 2 counts all the CPU).
+    """
 
     def __init__(self) -> None:
         self.last: list[Any] = []
+        self._ready: list[Any] = []
+
+    def ready(self) -> None:
+        """Build the next call's response now, outside the timed call."""
+        self._ready.append(testing.text("ok", usage=testing.usage(100, 1)))
 
     async def __call__(self, model: str, messages: list[Any] | None = None, **kw: Any) -> Any:
         self.last = list(messages or [])
+        if self._ready:
+            return self._ready.pop()
         return testing.text("ok", usage=testing.usage(100, 1))
 
 
@@ -222,6 +238,7 @@ async def stateless(n: int, calls: int, folder: Path) -> Timing:
     timing = Timing()
     for k in range(calls + 1):
         history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": f"go {k}"}]
+        fake.ready()
         sample = await timed(
             lambda h=history: ctxmw.acompletion(MODEL, h, save_file=save, completion=fake)
         )
@@ -242,6 +259,7 @@ async def session_path(n: int, calls: int, folder: Path) -> Timing:
     session = ctxmw.Session(MODEL, save_file=save, completion=fake)
     timing = Timing()
     for k in range(calls + 1):
+        fake.ready()
         sample = await timed(lambda k=k: session.ask(f"go {k}"))
         if k:
             timing.add(sample, fake.last)
@@ -352,6 +370,25 @@ async def one_session(folder: Path, i: int, rounds: int, keep: list[Any]) -> Non
     keep.append(session)
 
 
+class LitellmAlone:
+    """A caller with no ctxmw: its own history, sent whole to ``litellm.acompletion`` each round."""
+
+    def __init__(self) -> None:
+        self.messages: list[dict[str, Any]] = []
+
+
+async def one_litellm_caller(folder: Path, i: int, rounds: int, keep: list[Any]) -> None:
+    """The same traffic as :func:`one_session` through litellm alone (``mock_response``)."""
+    import litellm
+
+    caller = LitellmAlone()
+    for r in range(rounds):
+        caller.messages.append({"role": "user", "content": f"step {r}: " + "x" * 200})
+        reply = await litellm.acompletion(model=MODEL, messages=caller.messages, mock_response="ok")
+        caller.messages.append({"role": "assistant", "content": reply.choices[0].message.content})
+    keep.append(caller)
+
+
 def transcript_bytes(sessions: list[Any]) -> int:
     return sum(len(json.dumps(m)) for s in sessions for m in s.messages)
 
@@ -387,10 +424,13 @@ def tracked_line(base: int, peak: int, keep: list[Any]) -> str:
     )
 
 
-async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) -> None:
+async def part2(
+    sessions: int, rounds: int, traced: bool, freeze: bool = False, alone: bool = False
+) -> None:
     stop, worst, keep = asyncio.Event(), [0.0], []
+    one = one_litellm_caller if alone else one_session
     with tempfile.TemporaryDirectory() as tmp:
-        await one_session(Path(tmp), -1, 2, [])  # warm-up: imports, tokenizer tables
+        await one(Path(tmp), -1, 2, [])  # warm-up: imports, tokenizer tables
         gc.collect()
         if freeze:
             gc.freeze()
@@ -403,9 +443,7 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         Trips.take()
         t0, c0 = time.perf_counter(), time.process_time()
         with GcWatch() as watch, StepWatch() as steps:
-            await asyncio.gather(
-                *(one_session(Path(tmp), i, rounds, keep) for i in range(sessions))
-            )
+            await asyncio.gather(*(one(Path(tmp), i, rounds, keep) for i in range(sessions)))
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
         trips = Trips.take() / (sessions * rounds)
         stop.set()
@@ -413,8 +451,9 @@ async def part2(sessions: int, rounds: int, traced: bool, freeze: bool = False) 
         if sampler is not None:
             await sampler
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
+        who = "litellm alone, no ctxmw: callers" if alone else "sessions"
         print(
-            f"{sessions} sessions x {rounds} rounds ({label}): {total:.1f} s total "
+            f"{sessions} {who} x {rounds} rounds ({label}): {total:.1f} s total "
             f"({cpu:.1f} CPU s), "
             f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
             f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms "
@@ -460,6 +499,12 @@ def main() -> None:
         default="yes",
         help="part 2's traced (memory) pass after the untraced one(s), skipped, or alone",
     )
+    parser.add_argument(
+        "--litellm-alone",
+        action="store_true",
+        help="part 2 also runs the same traffic through litellm.acompletion(mock_response) "
+        "with no ctxmw (each --gc pass, untraced): the stall litellm's own calls in flight make",
+    )
     args = parser.parse_args()
     # The alert rules fire on this synthetic traffic (an instant fake reports no cache reads).
     logging.getLogger("ctxmw").setLevel(logging.ERROR)
@@ -473,6 +518,10 @@ def main() -> None:
         passes = {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]
         for freeze in passes if args.traced != "only" else ():
             asyncio.run(part2(args.sessions, args.rounds, traced=False, freeze=freeze))
+            if args.litellm_alone:
+                asyncio.run(
+                    part2(args.sessions, args.rounds, traced=False, freeze=freeze, alone=True)
+                )
         if args.traced != "no":
             asyncio.run(part2(args.sessions, args.rounds, traced=True, freeze=args.gc == "freeze"))
 
