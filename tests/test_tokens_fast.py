@@ -96,3 +96,26 @@ def test_the_disable_switch_of_litellm_is_honoured(monkeypatch: Any) -> None:
     counter.message_tokens("gpt-4o", {"role": "user", "content": "warm"})
     monkeypatch.setattr(litellm, "disable_token_counter", True)
     assert counter.message_tokens("gpt-4o", {"role": "user", "content": "hello"}) == 0
+
+
+def test_counters_share_litellms_per_model_setup(monkeypatch: Any) -> None:
+    """A second counter (a second session) makes no setup of its own for a model."""
+    from ctxmw import _litellm
+    from ctxmw.context import tokens
+
+    made: list[str] = []
+    real = _litellm.message_counter
+
+    def counted(model: str, text_tokens: Any = None) -> Any:
+        made.append(model)
+        return real(model, text_tokens)
+
+    monkeypatch.setattr(_litellm, "message_counter", counted)
+    tokens._counter_for.cache_clear()
+    message = {"role": "user", "content": "hello there"}
+    first, second = LiteLLMCounter(), LiteLLMCounter()
+    assert first.message_tokens("gpt-4o-mini", message) == second.message_tokens(
+        "gpt-4o-mini", message
+    )
+    assert made == ["gpt-4o-mini"]
+    tokens._counter_for.cache_clear()

@@ -58,6 +58,18 @@ class TokenCounter(Protocol):
         ...
 
 
+@lru_cache(maxsize=256)
+def _counter_for(model: str, text_tokens: Callable[[str], int] | None) -> _litellm.MessageCount:
+    """litellm's per-model setup (tokenizer, framing constants), made once per process.
+
+    It cost more than counting a short message when ``token_counter`` redid it per message; made
+    once per counter it cost every session its own closures (a thousand sessions in one process
+    kept a thousand copies for the collector to walk). Keyed by model and counting function,
+    bounded: nothing of a conversation is kept.
+    """
+    return _litellm.message_counter(model, text_tokens)
+
+
 class LiteLLMCounter:
     """Counts with ``litellm.token_counter`` (the model's tokenizer where litellm has one).
 
@@ -68,9 +80,6 @@ class LiteLLMCounter:
 
     def __init__(self, text_tokens: Callable[[str], int] | None = None) -> None:
         self.text_tokens = text_tokens
-        # litellm's per-model setup (tokenizer, framing constants), made once per model: it
-        # cost more than counting a short message when token_counter redid it per message.
-        self._counters: dict[str, _litellm.MessageCount] = {}
 
     # Equal counters count alike: a session's memo shares their counts (a plain function
     # wrapped anew on every call still finds the counts of the previous call).
@@ -89,9 +98,7 @@ class LiteLLMCounter:
         unknown shape) is counted as a user message holding its JSON text: malformed material
         is never "fixed", but counting it must not fail the call.
         """
-        count = self._counters.get(model)
-        if count is None:
-            count = self._counters[model] = _litellm.message_counter(model, self.text_tokens)
+        count = _counter_for(model, self.text_tokens)
         try:
             return count(message)
         except (ValueError, TypeError, AttributeError):
