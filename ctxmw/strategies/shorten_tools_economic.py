@@ -12,11 +12,7 @@ point two prices are weighed, from litellm's prices under the session's caching 
   moving costs).
 
 The boundary moves to the newest call once the rent paid since the last move reaches the
-purchase (times ``economic_break_even``): the ski-rental break-even rule. After a first move it
-also moves once this call's rent times the calls since the last move covers the purchase plus
-the rent paid (the renewal condition: from then on the cycle's cost per call only grows, so
-moving now is cheapest in the long run; a rent jump, an old large result turning reclaimable,
-moves it before the break-even). It moves at once when
+purchase (times ``economic_break_even``): the ski-rental break-even rule. It moves at once when
 the prompt would not fit the window, when nothing is cached anyway (the ``none`` rule, a prompt
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
