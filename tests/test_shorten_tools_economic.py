@@ -16,8 +16,6 @@ from ctxmw import Session, Settings, validate
 from ctxmw.messages.pairs import index_tools
 from ctxmw.strategies.shorten_tools_economic import (
     NAME,
-    Economics,
-    Sizes,
     economic_moves,
     economics,
     measure,
@@ -88,49 +86,25 @@ def test_without_a_cache_every_call_that_reclaims_moves() -> None:
     assert [p for p, _ in moves] == reclaiming
 
 
-def rent_rule(sizes: Sizes, source: Messages, econ: Economics, s: Settings) -> list[bool]:
-    """At each move of the rent rule alone: whether the break-even (not the cycle) moved it.
-
-    Walks the call points with the documented rule, asserting that the schedule moves exactly
-    where it says: once the rent paid since the last move reaches the break-even times the
-    rewrite, or, after a first move, once this call's rent times the calls since the last move
-    covers the rewrite plus the rent paid (the cycle).
-    """
-    boundary, rent, at, moved_yet, by_break_even = (
-        0,
-        0.0,
-        dict(economic_moves(sizes, points(source), econ, s)),
-        False,
-        [],
-    )
+def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
+    source = adjacent_calls(400)
+    s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
+    sizes = measure(source, index_tools(source), s)
+    econ = economics(SONNET, s)
+    moves = economic_moves(sizes, points(source), econ, s)
+    assert len(moves) >= 3
+    boundary, rent, at = 0, 0.0, dict(moves)
     for p in points(source):
         n = sizes.calls_before(p)
         stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
         if moved >= stay:
             assert p not in at
             continue
-        rate = (stay - moved) * econ.read
-        rent += rate
-        head = 0.0 if econ.rule == "breakpoints" else sizes.head  # breakpoints: rewritten too
-        purchase = (moved - head) * (econ.write - econ.read)
-        even = rent >= s.economic_break_even * purchase
-        cycle = moved_yet and rate * (n - boundary) >= purchase + rent
-        assert (p in at) == (even or cycle), p
+        rent += (stay - moved) * econ.read
+        purchase = moved * (econ.write - econ.read)  # breakpoints: the head is rewritten too
+        assert (p in at) == (rent >= s.economic_break_even * purchase), p
         if p in at:
-            by_break_even.append(even)
-            boundary, rent, moved_yet = at[p], 0.0, True
-    return by_break_even
-
-
-def test_each_move_comes_at_the_break_even_or_the_cycle() -> None:
-    source = adjacent_calls(400)
-    s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
-    sizes = measure(source, index_tools(source), s)
-    by_break_even = rent_rule(sizes, source, economics(SONNET, s), s)
-    assert len(by_break_even) >= 3
-    assert by_break_even[0]  # the first move: the break-even alone
-    # Later ones: the rent grows with every call, so the cycle moves before the break-even.
-    assert not any(by_break_even[1:])
+            boundary, rent = at[p], 0.0
 
 
 def test_the_tiers_are_its_own_settings_not_the_epoch_strategies() -> None:
@@ -151,14 +125,13 @@ def test_the_tiers_are_its_own_settings_not_the_epoch_strategies() -> None:
 def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
     from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 
-    source = adjacent_calls(405)  # five calls past a move
+    source = adjacent_calls(400)
     s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
     ctx = StrategyContext(settings=s, model=SONNET)
     chain = resolve_strategies("shorten_tools_economic,cache_breakpoints", s)
     trace: list[tuple[str, Messages]] = []
     prompt = anyio.run(partial(apply_strategies, source, chain, ctx, trace=trace))
     shortened = trace[0][1]
-    assert ctx.stats[NAME]["pinned"] < 405
     first_new = f"call_{ctx.stats[NAME]['pinned'] + 1}"
     opener = next(
         i
@@ -176,9 +149,18 @@ def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
     s = Settings(economic_guard=None)  # the rent rule alone (the guard: its own tests)
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
-    assert rent_rule(sizes, source, econ, s)
-    # Automatic prefix caching reads the head back: the same session moves sooner.
     moves = economic_moves(sizes, points(source), econ, s)
+    assert moves
+    boundary, rent, at = 0, 0.0, dict(moves)
+    for p in points(source):
+        n = sizes.calls_before(p)
+        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
+        if moved < stay:
+            rent += (stay - moved) * econ.read
+        if p in at:
+            assert rent >= s.economic_break_even * moved * (econ.write - econ.read), p
+            boundary, rent = at[p], 0.0
+    # Automatic prefix caching reads the head back: the same session moves sooner.
     gpt = moves_of(source, SONNET, cache_rule="openai", economic_guard=None)
     assert gpt[0][0] < moves[0][0]
 

@@ -149,8 +149,7 @@ def _step(
     if moved >= stay:
         return replace(state, spent=state.spent + kept, baseline=baseline, sent=stay, plain=plain)
     # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
-    rate = (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
-    rent = state.rent + rate
+    rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
     # A move rewrites the prompt after the head. Automatic caches read the head back; a
     # breakpoint move is priced as rewriting it too (a client may mark only the end).
     head = sizes.head if econ.head_read and econ.caches(sizes.head) else 0.0
@@ -161,24 +160,11 @@ def _step(
     # until the savings banked so far cover it (staying never costs more than none's call).
     guard = settings.economic_guard
     within = guard is None or spent <= guard * baseline
-    if forced or (within and _pays(state, n, rate, rent, purchase, settings)):
+    if forced or (within and rent >= settings.economic_break_even * purchase):
         return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
     return FoldState(
         state.boundary, rent, state.moves, state.previous, state.spent + kept, baseline, stay, plain
     )
-
-
-def _pays(
-    state: FoldState, n: int, rate: float, rent: float, purchase: float, settings: Settings
-) -> bool:
-    """Whether the rent rule moves the boundary (the guard aside): break-even, or the cycle."""
-    if rent >= settings.economic_break_even * purchase:
-        return True
-    # After a move the session is a cycle of moves. Its cost per call, (purchase + rent) over
-    # the calls since the last move, only grows from the call whose rent exceeds it: moving
-    # then is cheapest per call (the renewal condition; with a rent growing linearly it is the
-    # break-even at 1). The first move keeps the break-even alone: a session may end early.
-    return state.moves > 0 and rate * (n - state.boundary) >= purchase + rent
 
 
 def _cost(econ: Economics, prompt: float, cached: float) -> float:
