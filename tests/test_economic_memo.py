@@ -86,3 +86,15 @@ def test_another_key_starts_afresh() -> None:
     fresh: list[int] = []
     fold(transcript(10), None, fresh)
     assert len(calls) == len(fresh)
+
+
+def test_a_transcript_cut_back_to_a_past_call_point_decides_it_once() -> None:
+    memo: dict[str, Any] = {}
+    longer = transcript(10)
+    longer[10:10] = [{"role": "user", "content": "more"}]  # before the call point at 11
+    fold(longer, memo, [])
+    cut = longer[:11]  # ends just before a call point the memo decided
+    calls: list[int] = []
+    resumed = fold(cut, memo, calls)
+    assert resumed == fold(cut, None, [])
+    assert calls.count(len(cut)) == 1
