@@ -99,3 +99,15 @@ def test_the_kept_fold_tracks_no_object_per_call_point() -> None:
         gc.collect()  # the collector stops tracking a tuple of numbers the first time it sees it
         kept.append(tracked_beyond(memo["slot"], messages))
     assert kept[0] == kept[1]
+
+
+def test_a_transcript_cut_back_to_a_past_call_point_decides_it_once() -> None:
+    memo: dict[str, Any] = {}
+    longer = transcript(10)
+    longer[10:10] = [{"role": "user", "content": "more"}]  # before the call point at 11
+    fold(longer, memo, [])
+    cut = longer[:11]  # ends just before a call point the memo decided
+    calls: list[int] = []
+    resumed = fold(cut, memo, calls)
+    assert resumed == fold(cut, None, [])
+    assert calls.count(len(cut)) == 1

@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
+import litellm
+import pytest
+
 from ctxmw import Settings
 from ctxmw.strategies._economics import UNPRICED_READ_SHARE, WRITE_PREMIUM, economics
+
+_ENTRY = {"litellm_provider": "openai", "mode": "chat", "output_cost_per_token": 1e-5}
 
 
 def test_an_unpriced_model_gets_ratios_of_one_and_the_usual_read_discount() -> None:
@@ -51,3 +56,20 @@ def test_the_ttl_setting_overrides_the_providers() -> None:
 def test_no_model_means_the_exact_rule_unless_a_rule_is_set() -> None:
     assert economics(None, Settings()).rule == "exact"
     assert economics(None, Settings(cache_rule="none")).rule == "none"
+
+
+def test_a_model_registered_later_is_priced(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "openai/ctxmw-test-economics-registered"
+    monkeypatch.setattr(litellm, "model_cost", dict(litellm.model_cost))
+    assert economics(name, Settings(cache_rule="openai")).input == 1.0
+    litellm.register_model({name: {**_ENTRY, "input_cost_per_token": 2e-6}})
+    assert economics(name, Settings(cache_rule="openai")).input == 2e-6
+
+
+def test_a_price_overridden_later_is_seen(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "openai/ctxmw-test-economics-overridden"
+    monkeypatch.setattr(litellm, "model_cost", dict(litellm.model_cost))
+    litellm.register_model({name: {**_ENTRY, "input_cost_per_token": 1e-6}})
+    assert economics(name, Settings(cache_rule="openai")).input == 1e-6
+    litellm.register_model({name: {**_ENTRY, "input_cost_per_token": 3e-6}})
+    assert economics(name, Settings(cache_rule="openai")).input == 3e-6

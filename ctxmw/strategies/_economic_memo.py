@@ -185,7 +185,9 @@ def _resumed(
     kept.table.cut(start, bisect_left(kept.table.results_at, start))
     # A point's decision reads messages[:point]: points up to the resume point still hold,
     # except one whose cache has turned cold since.
-    n = bisect_right(kept.points, start)
+    # A point at len(messages) or past it (the new messages are a prefix of the old ones) is
+    # decided afresh as this call's last point, never replayed from the memo.
+    n = min(bisect_right(kept.points, start), bisect_left(kept.points, len(messages)))
     if turned and n and kept.points[n - 1] == start:
         n -= 1
     del kept.points[n:]

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from ctxmw._litellm import llm_provider, model_info
+from ctxmw._litellm import llm_provider, mapped_model_info, model_info, price_map_version
 from ctxmw.context.tokens import input_window
 from ctxmw.settings import Settings
 from ctxmw.telemetry.rules import cache_minimum, resolve_rule
@@ -100,16 +100,28 @@ def _provider(model: str | None) -> str | None:
     return model.split("/", 1)[0] if "/" in model else None
 
 
-@lru_cache(maxsize=256)
 def _prices(model: str | None) -> tuple[float | None, float | None, float | None]:
-    """Input, cache-read and cache-write prices from litellm's map (None where it has none)."""
-    info = model_info(model) if model else {}
+    """Input, cache-read and cache-write prices from litellm's map (None where it has none).
+
+    Read afresh each call (litellm memoises a mapped entry: microseconds), so a later
+    ``litellm.register_model`` that overrides a price is seen; only an unmapped model's miss,
+    which takes litellm ~0.5 ms, is remembered, per version of the price map.
+    """
+    if not model or _unmapped(model, price_map_version()):
+        return None, None, None
+    info = mapped_model_info(model)
     keys = (
         "input_cost_per_token",
         "cache_read_input_token_cost",
         "cache_creation_input_token_cost",
     )
     return _price(info, keys[0]), _price(info, keys[1]), _price(info, keys[2])
+
+
+@lru_cache(maxsize=256)
+def _unmapped(model: str, version: tuple[int, int]) -> bool:
+    # A registration that adds the model changes the version, so the miss is asked again.
+    return not model_info(model)
 
 
 def _price(info: dict[str, Any], key: str) -> float | None:
