@@ -105,22 +105,45 @@ def _no_network(monkeypatch: pytest.MonkeyPatch) -> None:
 
     A test that tries anything else fails loudly instead of depending on CI having no route out.
     """
-    connect, resolve = socket.socket.connect, socket.getaddrinfo
 
-    def guarded_connect(sock: socket.socket, address: Any) -> None:
+    def refuse_address(sock: socket.socket, address: Any, what: str) -> None:
         host = address[0] if isinstance(address, tuple) else address
         if sock.family in (socket.AF_INET, socket.AF_INET6) and not _loopback(host):
-            raise OSError(f"tests must not use the network: connect to {address!r} refused")
-        connect(sock, address)
+            raise OSError(f"tests must not use the network: {what} {address!r} refused")
 
-    def guarded_resolve(host: Any, *args: Any, **kwargs: Any) -> Any:
+    def refuse_name(host: Any) -> None:
         name = host.decode() if isinstance(host, bytes) else host
         if name is not None and not _loopback(name):
             raise OSError(f"tests must not use the network: lookup of {name!r} refused")
-        return resolve(host, *args, **kwargs)
 
-    monkeypatch.setattr(socket.socket, "connect", guarded_connect)
-    monkeypatch.setattr(socket, "getaddrinfo", guarded_resolve)
+    # Every door of the socket module a client library goes through: connecting (connect,
+    # connect_ex: asyncio and httpcore use the first, some clients the second), datagrams
+    # (sendto needs no connect) and name lookups (getaddrinfo, and the older gethostbyname*).
+    for method in ("connect", "connect_ex"):
+        real = getattr(socket.socket, method)
+
+        def guarded(
+            sock: socket.socket, address: Any, _real: Any = real, _what: str = method
+        ) -> Any:
+            refuse_address(sock, address, _what)
+            return _real(sock, address)
+
+        monkeypatch.setattr(socket.socket, method, guarded)
+    real_sendto = socket.socket.sendto
+
+    def guarded_sendto(sock: socket.socket, data: Any, *rest: Any) -> int:
+        refuse_address(sock, rest[-1], "sendto")
+        return int(real_sendto(sock, data, *rest))
+
+    monkeypatch.setattr(socket.socket, "sendto", guarded_sendto)
+    for lookup in ("getaddrinfo", "gethostbyname", "gethostbyname_ex"):
+        real = getattr(socket, lookup)
+
+        def guarded_lookup(host: Any, *args: Any, _real: Any = real, **kwargs: Any) -> Any:
+            refuse_name(host)
+            return _real(host, *args, **kwargs)
+
+        monkeypatch.setattr(socket, lookup, guarded_lookup)
 
 
 @pytest.fixture(autouse=True)
