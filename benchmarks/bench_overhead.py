@@ -14,7 +14,8 @@ result and a short note per round). For each size, in one run:
 * ``session``: ``Session.ask`` on a session resumed from the same transcript.
 
 Beside each: the part of ctxmw's time spent in its telemetry (``CallRecorder.record``: digests,
-prefix estimate, usage, cost, alerts, the ledger line), that part over litellm's time, and the
+prefix estimate, usage, cost, alerts, building the ledger line; the line is written in the
+commit's trip), in wall time and in loop-thread CPU time, the wall part over litellm's, and the
 worker-thread trips ctxmw made per call (counted by a wrapper around ``anyio.to_thread.run_sync``
 and ``run_in_executor`` installed here, not in ctxmw).
 
@@ -104,25 +105,28 @@ class Instant:
 
 
 class TelemetryClock:
-    """Seconds spent in ``CallRecorder.record`` (the whole telemetry of a call), summed."""
+    """Seconds spent in ``CallRecorder.record`` (the whole telemetry of a call), summed: wall
+    time, and the loop thread's CPU time (steadier on a loaded machine; part 1 runs one task)."""
 
     spent = 0.0
+    spent_cpu = 0.0
     _record = CallRecorder.record
 
     @classmethod
     def install(cls) -> None:
         async def timed(self: CallRecorder, **kwargs: Any) -> Any:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.thread_time()
             try:
                 return await cls._record(self, **kwargs)
             finally:
                 cls.spent += time.perf_counter() - t0
+                cls.spent_cpu += time.thread_time() - c0
 
         CallRecorder.record = timed  # type: ignore[method-assign]
 
     @classmethod
-    def take(cls) -> float:
-        spent, cls.spent = cls.spent, 0.0
+    def take(cls) -> tuple[float, float]:
+        spent, cls.spent, cls.spent_cpu = (cls.spent, cls.spent_cpu), 0.0, 0.0
         return spent
 
 
@@ -206,7 +210,7 @@ class Timing:
 
     def __init__(self) -> None:
         self.ours: list[Sample] = []
-        self.tele: list[float] = []
+        self.tele: list[tuple[float, float]] = []
         self.trips: list[int] = []
         self.prompts: list[list[Any]] = []
         self.theirs: list[Sample] = []
@@ -223,12 +227,13 @@ class Timing:
             self.theirs.append(await timed(lambda p=prompt: litellm_call(p)))
         return self
 
-    def medians(self) -> tuple[list[float], list[float], float, float]:
+    def medians(self) -> tuple[list[float], list[float], list[float], float]:
         """Per column (wall, loop CPU, process CPU): ctxmw's and litellm's medians; telemetry
-        and trips."""
+        (wall, loop CPU) and trips."""
         ours = [statistics.median(x) for x in zip(*self.ours, strict=True)]
         theirs = [statistics.median(x) for x in zip(*self.theirs, strict=True)]
-        return ours, theirs, statistics.median(self.tele), statistics.median(self.trips)
+        tele = [statistics.median(x) for x in zip(*self.tele, strict=True)]
+        return ours, theirs, tele, statistics.median(self.trips)
 
 
 async def stateless(n: int, calls: int, folder: Path) -> Timing:
@@ -277,7 +282,7 @@ async def part1(calls: int) -> None:
     print(
         f"{'messages':>8} {'path':>9} | {'wall':>6} {'loop':>6} {'proc':>6} | {'wall':>6} "
         f"{'loop':>6} {'proc':>6} | {'wall':>6} {'loop':>6} {'proc':>6} | {'telemetry':>9} "
-        f"{'tele/litellm':>12} {'trips':>5}",
+        f"{'tele loop':>9} {'tele/litellm':>12} {'trips':>5}",
         flush=True,
     )
     TelemetryClock.install()
@@ -292,8 +297,8 @@ async def part1(calls: int) -> None:
                 theirs_ms = " ".join(f"{x * 1e3:>6.2f}" for x in theirs)
                 ratios = " ".join(f"{a / b:>5.2f}x" for a, b in zip(ours, theirs, strict=True))
                 print(
-                    f"{n:>8} {name:>9} | {ms} | {theirs_ms} | {ratios} | {tele * 1e3:>6.2f} ms "
-                    f"{tele / theirs[0]:>11.3f}x {trips:>5.0f}",
+                    f"{n:>8} {name:>9} | {ms} | {theirs_ms} | {ratios} | {tele[0] * 1e3:>6.2f} ms "
+                    f"{tele[1] * 1e3:>6.2f} ms {tele[0] / theirs[0]:>11.3f}x {trips:>5.0f}",
                     flush=True,
                 )
 

@@ -11,11 +11,6 @@ time on a shared machine), and the longest event-loop step during the first call
 yielding at every step runs beside it): what every other session waits while the whole
 transcript is digested and counted. ``--sizes 100,2000,10000`` picks the sizes.
 
-``--paths``: the loop-thread CPU time a warm call spends in ``CallRecorder.record`` on both
-paths at 100, 2,000 and 10,000 messages (``ctxmw.acompletion`` given the whole history with a
-save_file, and a resumed ``Session``; an instant completion), bench_overhead part 1's
-telemetry column without the waits a loaded machine adds to wall time.
-
 ``--parts``: the two per-call constants side by side in one run, each against what it replaced:
 the cost from the model's resolved rates (``ctxmw.telemetry.cost.fast_cost``) against
 ``litellm.completion_cost`` on the same responses, and one message counted with the per-model
@@ -26,7 +21,6 @@ each pair is checked equal before it is timed.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import statistics
 import sys
@@ -43,7 +37,6 @@ from ctxmw.telemetry import CallRecorder  # ctxmw first: it keeps litellm offlin
 HEAD = [{"role": "system", "content": "You are an agent."}]
 
 MODEL = "gpt-4o"
-PATH_MODEL = "openai/gpt-4o-mini"
 SIZES = (100, 1_000, 5_000)
 CALLS = 20
 TOOLS: list[Any] = [
@@ -109,52 +102,6 @@ async def _longest_step(call: Any) -> float:
     return longest[0]
 
 
-async def paths(n: int, calls: int = 8) -> tuple[float, float]:
-    """Loop-thread CPU per warm call inside ``CallRecorder.record`` on both paths at ``n``
-    messages: ``ctxmw.acompletion`` given the whole history, and a resumed ``Session``."""
-    import tempfile
-
-    import ctxmw
-    from ctxmw import testing
-
-    spent: list[float] = []
-    record = CallRecorder.record
-
-    async def timed(self: CallRecorder, **kwargs: Any) -> Any:
-        c0 = time.thread_time()
-        try:
-            return await record(self, **kwargs)
-        finally:
-            spent.append(time.thread_time() - c0)
-
-    async def instant(model: str, messages: Any = None, **kw: Any) -> Any:
-        return testing.text("ok", usage=testing.usage(100, 1))
-
-    history = transcript(n)[:n]
-    while history[-1].get("tool_calls"):  # a cut-off call: the history must validate
-        history.pop()
-    CallRecorder.record = timed  # type: ignore[method-assign]
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            folder = Path(tmp)
-            for k in range(calls + 1):
-                history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": "go"}]
-                await ctxmw.acompletion(
-                    PATH_MODEL, history, save_file=folder / "a.jsonl", completion=instant
-                )
-                history = [*history, {"role": "assistant", "content": "ok"}]
-            stateless = statistics.median(spent[1:])
-            spent.clear()
-            save = folder / "s.jsonl"
-            save.write_text("".join(json.dumps(m) + "\n" for m in history))
-            session = ctxmw.Session(PATH_MODEL, save_file=save, completion=instant)
-            for k in range(calls + 1):
-                await session.ask(f"go {k}")
-            return stateless, statistics.median(spent[1:])
-    finally:
-        CallRecorder.record = record  # type: ignore[method-assign]
-
-
 def _timed(fn: Any, rounds: int = 300) -> float:
     t0 = time.perf_counter()
     for _ in range(rounds):
@@ -197,13 +144,6 @@ def parts() -> None:
 async def main() -> None:
     if "--parts" in sys.argv:
         parts()
-        return
-    if "--paths" in sys.argv:
-        logging.getLogger("ctxmw").setLevel(logging.ERROR)
-        print(f"{'messages':>9}  {'stateless: record CPU':>22}  {'session: record CPU':>20}")
-        for n in (100, 2_000, 10_000):
-            stateless, session = await paths(n)
-            print(f"{n:>9}  {stateless * 1e3:>19.3f} ms  {session * 1e3:>17.3f} ms")
         return
     sizes = SIZES
     if "--sizes" in sys.argv:
