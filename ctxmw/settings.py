@@ -471,15 +471,9 @@ def _resolution_key(
 
 
 def _environment() -> tuple[tuple[str, str], ...]:
-    # pydantic-settings matches the prefix case-insensitively and reads no .env file here. Read
-    # on every call: through the bytes view where there is one, so that the variables that are
-    # not ours (nearly all) are never decoded (the str view cost ~60 us a call).
-    if not os.supports_bytes_environ:
-        prefix = ENV_PREFIX.lower()
-        return tuple(sorted((k, v) for k, v in os.environ.items() if k.lower().startswith(prefix)))
-    raw, n = ENV_PREFIX.lower().encode(), len(ENV_PREFIX)
-    found = ((k, v) for k, v in os.environb.items() if k[:n].lower() == raw)
-    return tuple(sorted((os.fsdecode(k), os.fsdecode(v)) for k, v in found))
+    # pydantic-settings matches the prefix case-insensitively and reads no .env file here.
+    prefix = ENV_PREFIX.lower()
+    return tuple(sorted((k, v) for k, v in os.environ.items() if k.lower().startswith(prefix)))
 
 
 def _frozen(value: Any) -> Hashable:
