@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 import os
 import socket
@@ -14,6 +15,7 @@ import pytest
 
 from ctxmw import SaveFileBusy
 from ctxmw.runtime.lock import SaveFileLock, lock_path
+from tests._lock import lock_is_free
 
 pytestmark = pytest.mark.anyio
 
@@ -27,20 +29,52 @@ async def test_a_second_writer_is_refused_with_a_clear_error(tmp_path: Path) -> 
     assert info.value.holder == os.getpid()
     assert "agent.jsonl.lock" in str(info.value)
     await second.release()  # not held: a no-op, the first lock stays
-    assert lock_path(save_file).exists()
+    assert not lock_is_free(save_file)
     await first.release()
-    assert not lock_path(save_file).exists()
+    assert lock_is_free(save_file)
     await second.acquire()
     await second.release()
 
 
-async def test_lock_file_is_owner_only_and_names_its_holder(tmp_path: Path) -> None:
+async def test_lock_file_is_owner_only_and_names_its_holder_while_held(tmp_path: Path) -> None:
     lock = SaveFileLock(tmp_path / "agent.jsonl")
     await lock.acquire()
     assert lock.path.stat().st_mode & 0o777 == 0o600
     assert lock.path.read_text().split("\n")[:2] == [str(os.getpid()), socket.gethostname()]
     await lock.release()
-    assert [p.name async for p in anyio.Path(tmp_path).iterdir()] == []
+    assert [p.name async for p in anyio.Path(tmp_path).iterdir()] == ["agent.jsonl.lock"]
+    assert lock.path.read_bytes() == b""  # names nobody once given back
+
+
+async def test_a_given_back_lock_is_taken_again_without_a_stale_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    # The file stays between turns (no directory update per turn); the next writer finds it
+    # empty and takes it as free, and the same file serves every turn.
+    save_file = tmp_path / "agent.jsonl"
+    first = SaveFileLock(save_file)
+    await first.acquire()
+    inode = first.path.stat().st_ino
+    await first.release()
+    second = SaveFileLock(save_file)
+    with caplog.at_level(logging.WARNING, logger="ctxmw"):
+        await second.acquire()
+    assert second.path.stat().st_ino == inode
+    assert second.path.read_text().startswith(f"{os.getpid()}\n")
+    assert caplog.records == []
+    await second.release()
+    assert lock_is_free(save_file)
+
+
+async def test_a_lock_file_removed_between_turns_is_made_again(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    lock = SaveFileLock(save_file)
+    await lock.acquire()
+    await lock.release()
+    lock.path.unlink()  # a human tidying the folder
+    await lock.acquire()
+    assert lock.path.read_text().startswith(f"{os.getpid()}\n")
+    await lock.release()
 
 
 async def test_a_stale_lock_of_a_dead_process_is_reclaimed(tmp_path: Path) -> None:
@@ -68,7 +102,7 @@ async def test_a_stale_lock_naming_our_own_pid_is_taken_back(tmp_path: Path) -> 
     await lock.acquire()
     assert lock.held
     await lock.release()
-    assert not lock_path(save_file).exists()
+    assert lock_is_free(save_file)
 
 
 def _racer(save_file: str, trials: int, barrier: Any, wins: Any, index: int) -> None:

@@ -29,6 +29,7 @@ from ctxmw.runtime import wrapper
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.testing import FakeCompletion, text, tool_calls
 from ctxmw.types import Messages
+from tests._lock import lock_is_free
 from tests.test_inbox_nonblocking import armed, install_detector
 
 pytestmark = pytest.mark.anyio
@@ -85,7 +86,7 @@ async def test_a_warm_session_turn_makes_two_trips(tmp_path: Path, trips: Trips)
         assert trips.take() == 2
     # The promise those trips keep: every turn is on disk, the lock is free.
     assert lines(save_file) == session.messages
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
 
 
 async def test_a_warm_stateless_call_makes_two_trips(tmp_path: Path, trips: Trips) -> None:
@@ -155,7 +156,7 @@ async def run_mix(save_file: Path, steps: list[Step], trips: Trips) -> None:
             )
         assert trips.take() == (2 if warm else 3), (step, n)
         assert lines(save_file)[-1] == {"role": "assistant", "content": f"answer {answers}"}
-        assert not (save_file.parent / "agent.jsonl.lock").exists()
+        assert lock_is_free(save_file)
         answers += 1
         last[step] = n
 
@@ -243,7 +244,7 @@ async def test_a_warm_stream_makes_two_trips_and_gives_the_lock_back(
         history = [*history, {"role": "assistant", "content": f"a{n + 1}"}]
         history.append({"role": "user", "content": "two"})
     assert lines(save_file)[-1] == {"role": "assistant", "content": "a2"}
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
 
 
 def ledger_rounds(save_file: Path) -> list[int]:
@@ -335,7 +336,7 @@ async def test_a_stream_closed_unread_saves_nothing_and_the_next_call_reads_the_
         MODEL, history, save_file=save_file, stream=True, completion=fake, settings=QUIET
     )
     await stream.aclose()  # the call ends unsaved: its conversation keeps no transcript
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
     trips.take()
     history = [*history, {"role": "assistant", "content": "a1"}, {"role": "user", "content": "2"}]
     await ctxmw.acompletion(MODEL, history, save_file=save_file, completion=fake, settings=QUIET)

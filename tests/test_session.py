@@ -12,6 +12,7 @@ import pytest
 import ctxmw
 from ctxmw import MaxRoundsExceeded, SaveFileBusy, Session, StrategyContext
 from ctxmw.testing import FakeCompletion, text, tool_call, tool_calls
+from tests._lock import lock_is_free
 
 pytestmark = pytest.mark.anyio
 
@@ -247,7 +248,7 @@ async def test_two_writers_on_one_save_file_are_refused(tmp_path: Path) -> None:
         with pytest.raises(SaveFileBusy, match=r"agent\.jsonl"):
             await second.ask("me too")
         release.set()
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
     await second.ask("now")  # free again, and it sees the first session's turn
     assert [m["role"] for m in second.messages][:4] == ["user", "assistant", "tool", "assistant"]
 

@@ -13,6 +13,7 @@ from ctxmw.errors import SaveFileWriteError
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry import CallRecord, LedgerWriter
 from ctxmw.testing import FakeCompletion, text, tool_calls, usage
+from tests._lock import lock_is_free
 from tests.test_session import MODEL, add
 
 pytestmark = pytest.mark.anyio
@@ -219,4 +220,4 @@ async def test_a_summary_recorded_before_a_failed_call_still_reaches_the_ledger(
         await session.ask("hi")
     ledger = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
     assert [json.loads(line)["kind"] for line in ledger] == ["summary"]
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")

@@ -13,6 +13,7 @@ from ctxmw import StrategyContext
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.levers import conversation_key
 from ctxmw.testing import FakeCompletion, text, tool_calls
+from tests._lock import lock_is_free
 
 pytestmark = pytest.mark.anyio
 
@@ -167,12 +168,12 @@ async def test_stream_is_returned_and_saved_once_read(tmp_path: Path) -> None:
     stream = await ctxmw.acompletion(
         MODEL, HISTORY, save_file=save_file, stream=True, completion=fake, prompt_strategies="none"
     )
-    assert (tmp_path / "agent.jsonl.lock").exists()
+    assert not lock_is_free(tmp_path / "agent.jsonl")
     assert not save_file.exists()
     chunks = [chunk async for chunk in stream]
     assert "".join(c.choices[0].delta.content or "" for c in chunks) == "Hello there"
     assert read_jsonl(save_file)[-1] == {"role": "assistant", "content": "Hello there"}
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
 
 
 async def test_a_stream_closed_early_saves_nothing_and_releases(tmp_path: Path) -> None:
@@ -188,7 +189,7 @@ async def test_a_stream_closed_early_saves_nothing_and_releases(tmp_path: Path) 
     await stream.__anext__()
     await stream.aclose()
     assert not save_file.exists()
-    assert not (tmp_path / "agent.jsonl.lock").exists()
+    assert lock_is_free(tmp_path / "agent.jsonl")
 
 
 async def test_stream_with_python_tools_is_a_usage_error() -> None:
