@@ -88,11 +88,12 @@ def test_a_system_prompt_a_strategy_moved_names_it() -> None:
 
 
 @pytest.mark.anyio
-async def test_a_first_call_on_a_long_transcript_digests_it_between_loop_steps(
+async def test_a_long_transcript_is_digested_between_loop_steps_and_only_when_needed(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A resumed 3,000-message transcript and a strategy's copy of it: at most a chunk of
-    messages is digested per loop step (one step digesting them all stalled every session)."""
+    messages is digested per loop step (one step digesting them all stalled every session);
+    the first call digests the payload only, the transcript waits for a bust to attribute."""
     steps, digested = [0], Counter[int]()
     real = digests_module.message_digest
 
@@ -110,15 +111,53 @@ async def test_a_first_call_on_a_long_transcript_digests_it_between_loop_steps(
             steps[0] += 1
             await anyio.lowlevel.checkpoint()
 
-    async with anyio.create_task_group() as tg:
-        done = anyio.Event()
-        tg.start_soon(ticker, done)
-        await recorder.record(
-            model="gpt-4o",
-            wire_kwargs={"messages": copy},
-            transcript=transcript,
-            trace=[("copy", copy)],
-        )
-        done.set()
-    assert sum(digested.values()) == 6000
+    async def call(output: list[dict[str, Any]]) -> Any:
+        async with anyio.create_task_group() as tg:
+            done = anyio.Event()
+            tg.start_soon(ticker, done)
+            record = await recorder.record(
+                model="gpt-4o",
+                wire_kwargs={"messages": output},
+                transcript=transcript,
+                trace=[("copy", output)],
+            )
+            done.set()
+        return record
+
+    await call(copy)
+    assert sum(digested.values()) == 3000  # the payload (6,000 when every list was digested)
     assert max(digested.values()) <= 256
+    digested.clear()
+    shifted = [{"role": "user", "content": "a new first message"}, *copy]
+    record = await call(shifted)
+    assert record.bust == {"cause": "strategy", "strategy": "copy", "message_index": 0}
+    assert 3000 <= sum(digested.values()) <= 3001  # the transcript, once; the rest is reused
+    assert max(digested.values()) <= 256
+
+
+@pytest.mark.anyio
+async def test_a_call_whose_prefix_held_digests_no_list_but_the_payload(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    digested = [0]
+    real = digests_module.message_digest
+
+    def counted(message: Any) -> bytes:
+        digested[0] += 1
+        return real(message)
+
+    monkeypatch.setattr(digests_module, "message_digest", counted)
+    transcript = [{"role": "user", "content": f"message {i}"} for i in range(100)]
+    recorder = CallRecorder("s", token_counter=ApproxCounter())
+    for n in range(3):
+        transcript = [*transcript, {"role": "user", "content": f"more {n}"}]
+        output = [{"role": "system", "content": "stamp"}, *transcript]
+        digested[0] = 0
+        record = await recorder.record(
+            model="gpt-4o",
+            wire_kwargs={"messages": output},
+            transcript=transcript,
+            trace=[("stamp", output)],
+        )
+        assert record.bust is None
+        assert digested[0] == (102 if n == 0 else 2)  # the payload's new messages only

@@ -24,12 +24,13 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ctxmw.messages.canonical import DigestCache
-from ctxmw.telemetry.digests import DigestSlots
+from ctxmw.telemetry.digests import DigestSlots, SlotView
 from ctxmw.telemetry.prefix import common_prefix_length
 
 __all__ = [
     "Bust",
     "CallShape",
+    "PendingShape",
     "attribute_bust",
     "call_shape",
     "digest_ahead",
@@ -104,6 +105,52 @@ async def digest_ahead(
     """
     for slot, items in _slots(transcript, trace, side):
         await cache.digests_chunked(slot, items, chunk)
+
+
+class PendingShape:
+    """A call's lists, digested into its :class:`CallShape` only when a bust is attributed
+    (or the state exported): a call whose prefix held digests none of them.
+
+    The lists are copied (a caller may extend its own in place before the next call) and their
+    slots kept in ``cache`` (see :meth:`~ctxmw.telemetry.digests.DigestSlots.keep`), so that a
+    late digest compares each list with the slot's last view and serialises only what changed.
+    """
+
+    __slots__ = ("_lists", "_names", "_shape", "tools")
+
+    def __init__(
+        self,
+        cache: DigestSlots,
+        tools: bytes,
+        transcript: Sequence[Mapping[str, Any]],
+        trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
+        *,
+        side: bool = False,
+    ) -> None:
+        self.tools = tools
+        self._lists = [(slot, list(items)) for slot, items in _slots(transcript, trace, side)]
+        self._names = [name for name, _ in trace or ()]
+        self._shape: CallShape | None = None
+        for slot, _ in self._lists:
+            cache.keep(slot)
+
+    async def resolve(self, cache: DigestSlots, chunk: int = _DIGEST_CHUNK) -> CallShape:
+        """The shape, digested now if not yet (giving the loop back every ``chunk`` messages)."""
+        if self._shape is None:
+            views = [await cache.digests_chunked(slot, items, chunk) for slot, items in self._lists]
+            self._shape = self._built(views)
+        return self._shape
+
+    def resolve_now(self, cache: DigestSlots) -> CallShape:
+        """:meth:`resolve` in one go (an export between calls)."""
+        if self._shape is None:
+            self._shape = self._built([cache.digests(slot, items) for slot, items in self._lists])
+        return self._shape
+
+    def _built(self, views: Sequence[SlotView]) -> CallShape:
+        *stages, whole = views
+        pairs = [(n, v.digests) for n, v in zip(self._names, stages, strict=True)]
+        return CallShape(self.tools, whole.digests, pairs)
 
 
 def _slots(

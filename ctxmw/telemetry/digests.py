@@ -102,14 +102,24 @@ class DigestSlots:
                 await anyio.lowlevel.checkpoint()
         return view
 
+    def keep(self, slot: str) -> None:
+        """Count ``slot`` as used by this call (see :meth:`end_call`) without digesting it:
+        a list that will be digested later, if ever, is compared with the slot's view then."""
+        self._used.add(slot)
+
+    def end_lookups(self) -> None:
+        """Forget the lookups made since the last call ended, dropping no slot: after lists
+        were digested between calls (an export)."""
+        self._fresh.clear()
+        self._lists.clear()
+        self._used.clear()
+
     def end_call(self, prefix: str = "") -> None:
         """End a call: forget the call's own lookups, and the slots named ``prefix...`` that
         this call did not use (a strategy no longer in the chain)."""
         for name in [n for n in self._slots if n.startswith(prefix) and n not in self._used]:
             del self._slots[name]
-        self._fresh.clear()
-        self._lists.clear()
-        self._used.clear()
+        self.end_lookups()
 
     def _known(self, slot: str, messages: Sequence[Mapping[str, Any]]) -> SlotView | None:
         self._used.add(slot)

@@ -185,6 +185,7 @@ class PrefixTracker:
         injection_points: Iterable[Any] | None = None,
         template_tools: bool = False,
         remember: bool = True,
+        end_call: bool = True,
     ) -> PrefixResult:
         """Measure one call's payload against the previous call's, then remember it.
 
@@ -197,6 +198,8 @@ class PrefixTracker:
                 :func:`~ctxmw.telemetry.counters.template_tools_tokens`), not as OpenAI does.
             remember: False for a side call (a summary): the next call is measured against the
                 previous one, not against this.
+            end_call: False leaves the call's digest lookups open for a caller that digests
+                more of the same call's lists afterwards and then ends the call itself.
         """
         prev = self._previous
         view = self._digests.digests("payload" if remember else "side:payload", messages)
@@ -225,7 +228,8 @@ class PrefixTracker:
         if remember:
             self._previous = snapshot
         self._trim_memo(digests)
-        self._digests.end_call("" if remember else "side:")
+        if end_call:
+            self._digests.end_call("" if remember else "side:")
         return result
 
     async def count_ahead(

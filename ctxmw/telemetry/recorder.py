@@ -37,10 +37,10 @@ from ctxmw.context.tokens import input_window
 from ctxmw.settings import Settings
 from ctxmw.telemetry.alerts import AlertRules, AlertState
 from ctxmw.telemetry.bust import (
+    Bust,
     CallShape,
+    PendingShape,
     attribute_bust,
-    call_shape,
-    digest_ahead,
     shape_from_json,
     shape_to_json,
 )
@@ -110,7 +110,7 @@ class CallRecorder:
         self._held: list[bytes] = []  # ledger lines built by record(hold_ledger=True)
         self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
-        self._shape: CallShape | None = None
+        self._shape: CallShape | PendingShape | None = None  # the previous agent call's
         self._seen = 0
         self._lock = anyio.Lock()
         self._alerts = AlertState(AlertRules.from_settings(self.settings))
@@ -219,6 +219,9 @@ class CallRecorder:
         :meth:`restore_state` records the next call exactly as this one would.
         """
         shape = self._shape
+        if isinstance(shape, PendingShape):
+            shape = shape.resolve_now(self._digests)
+            self._digests.end_lookups()
         return {
             "prefix": self._tracker.export(),
             "shape": None if shape is None else shape_to_json(shape),
@@ -251,19 +254,14 @@ class CallRecorder:
         record and apart from the write (a caller may write it in its own worker trip); the
         data itself is not held across the write's wait.
         """
-        # The list as sent, not a copy: when it is the last strategy's output (the usual
-        # call) its digests are the ones call_shape just took, not a second pass over it.
+        # The list as sent, not a copy: the payload's digests are the tracker's; the other
+        # lists (the transcript, each strategy's output) only when a bust is attributed.
         messages, tools = _as_list(kw.get("messages")), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
-        await digest_ahead(self._digests, transcript, trace, side=kind != "agent")
-        shape = call_shape(
-            self._digests,
-            self._tracker.tools_digest(tools),
-            transcript,
-            trace,
-            side=kind != "agent",
-        )
+        side = kind != "agent"
+        tools_digest = self._tracker.tools_digest(tools)
+        shape = PendingShape(self._digests, tools_digest, transcript, trace, side=side)
         prefix = await self._observe(
             model,
             messages,
@@ -284,10 +282,9 @@ class CallRecorder:
             partial_tokens=prefix.partial_tokens,
             reply_tokens=prefix.reply_tokens,
         )
-        bust = attribute_bust(
-            self._shape, shape, prefix.first_diff, prefix.broke, system=prefix.system_changed
-        )
-        if kind == "agent":
+        bust = await self._bust(shape, prefix)
+        self._digests.end_call("side:" if side else "")
+        if not side:
             self._shape = shape
         record = CallRecord(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
@@ -326,6 +323,18 @@ class CallRecorder:
             data["alerts"] = list(record.alerts)
         return record, ledger_line(data) if self.ledger is not None else b""
 
+    async def _bust(self, shape: PendingShape, prefix: PrefixResult) -> Bust | None:
+        """What moved the prefix, when it shrank: only then are the two calls' lists digested."""
+        previous = self._shape
+        if previous is None or not prefix.broke:
+            return None
+        if isinstance(previous, PendingShape):
+            previous = await previous.resolve(self._digests)
+        current = await shape.resolve(self._digests)
+        return attribute_bust(
+            previous, current, prefix.first_diff, prefix.broke, system=prefix.system_changed
+        )
+
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
         # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.
         return Budget(
@@ -351,7 +360,7 @@ class CallRecorder:
         if many_new:
             await self._tracker.count_ahead(model, messages, remember)
         args = (model, messages, tools, injection_points, template_tools, remember)
-        return self._tracker.observe(*args)
+        return self._tracker.observe(*args, end_call=False)  # ended once the bust is named
 
 
 def round_latency(seconds: float) -> float:
