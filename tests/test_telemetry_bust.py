@@ -11,6 +11,7 @@ import pytest
 
 from ctxmw.telemetry import ApproxCounter, CallRecorder
 from ctxmw.telemetry import digests as digests_module
+from ctxmw.telemetry import recorder as recorder_module
 from ctxmw.telemetry.bust import CallShape, attribute_bust
 
 
@@ -161,3 +162,22 @@ async def test_a_call_whose_prefix_held_digests_no_list_but_the_payload(
         )
         assert record.bust is None
         assert digested[0] == (102 if n == 0 else 2)  # the payload's new messages only
+
+
+@pytest.mark.anyio
+async def test_a_record_that_fails_after_measuring_leaves_no_lookup_for_the_next_call(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Digests found by object id are valid only while the call's objects live: a lookup kept
+    # past a failed record could hand a dead message's digest to a new one with its id.
+    recorder = CallRecorder("s", token_counter=ApproxCounter())
+
+    def broken(response: object, stream: object) -> Any:
+        raise RuntimeError("usage unreadable")
+
+    monkeypatch.setattr(recorder_module, "_read", broken)
+    messages = [{"role": "user", "content": "hello"}]
+    with pytest.raises(RuntimeError, match="usage unreadable"):
+        await recorder.record(model="gpt-4o", wire_kwargs={"messages": messages}, transcript=[])
+    assert recorder._digests._fresh == {}
+    assert recorder._digests._lists == {}

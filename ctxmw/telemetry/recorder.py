@@ -262,16 +262,20 @@ class CallRecorder:
         side = kind != "agent"
         tools_digest = self._tracker.tools_digest(tools)
         shape = PendingShape(self._digests, tools_digest, transcript, trace, side=side)
-        prefix = await self._observe(
-            model,
-            messages,
-            tools,
-            kw.get("cache_control_injection_points"),
-            # A chat template renders the tools only on a self-hosted server cached as such; a
-            # custom api_base declared OpenAI-like (cache_rule="openai") is counted like OpenAI.
-            rule == "exact" and self_hosted(provider, endpoint(kw)),
-            remember=kind == "agent",
-        )
+        try:
+            prefix = await self._observe(
+                model,
+                messages,
+                tools,
+                kw.get("cache_control_injection_points"),
+                # A chat template renders the tools only on a self-hosted server cached as such;
+                # a custom api_base declared OpenAI-like (cache_rule="openai") counts as OpenAI.
+                rule == "exact" and self_hosted(provider, endpoint(kw)),
+                remember=not side,
+            )
+            bust = await self._bust(shape, prefix)
+        finally:  # the call's lookups by object id never outlive it, whatever happened
+            self._digests.end_call("side:" if side else "")
         usage = _read(response, stream)
         self._tracker.note_reply(reply_of(response))
         expected = expected_cached_tokens(
@@ -282,8 +286,6 @@ class CallRecorder:
             partial_tokens=prefix.partial_tokens,
             reply_tokens=prefix.reply_tokens,
         )
-        bust = await self._bust(shape, prefix)
-        self._digests.end_call("side:" if side else "")
         if not side:
             self._shape = shape
         record = CallRecord(
