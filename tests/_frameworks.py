@@ -20,6 +20,7 @@ import ctxmw
 from ctxmw.demo.scripted import ScriptedProvider
 from ctxmw.messages.normal import normal_message
 from ctxmw.runtime.transcript import TranscriptFile
+from tests._lock import lock_is_free
 
 MODEL = "openai/scripted"
 
@@ -80,9 +81,11 @@ def assert_model_got_the_callers_messages(
 
 
 async def assert_one_transcript_that_replays(save_file: Path, last_prompt: list[Any]) -> None:
-    """One save_file beside its ledger; its current revision is the last prompt plus the answer."""
+    """One save_file beside its ledger (and its lock, free); its current revision is the last
+    prompt plus the answer."""
     names = sorted(p.name for p in save_file.parent.iterdir() if p.name.startswith(save_file.stem))
-    assert names == [save_file.name, f"{save_file.stem}.ledger.jsonl"]
+    assert names == [save_file.name, f"{save_file.name}.lock", f"{save_file.stem}.ledger.jsonl"]
+    assert lock_is_free(save_file)
     current = await TranscriptFile(save_file).load()
     assert normal(current[:-1]) == normal(last_prompt)
     assert current[-1]["role"] == "assistant"
