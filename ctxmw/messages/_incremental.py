@@ -27,6 +27,7 @@ from typing import Any
 from ctxmw.messages._memo import active_memo
 
 __all__ = [
+    "GROWN_SLOT",
     "MAX_MEMO_MESSAGES",
     "SHARED_SLOT",
     "Shared",
@@ -37,6 +38,11 @@ __all__ = [
 ]
 
 SHARED_SLOT = "chain:shared"
+
+GROWN_SLOT = "chain:grown"
+"""A memo entry the session sets before each call: the list object it now hands the chain has
+only grown (append, extend) since any earlier call that was handed it, so the chain need not
+compare its head with the copy it kept. Read once, by the next call's chain."""
 
 MAX_MEMO_MESSAGES = 200_000
 """Inputs longer than this are not kept in a memo (each strategy keeps one list per owner)."""

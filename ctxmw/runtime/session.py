@@ -71,7 +71,7 @@ from ctxmw._litellm import (
 from ctxmw.errors import MaxRoundsExceeded, UsageError
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
-from ctxmw.messages._incremental import common_prefix
+from ctxmw.messages._incremental import GROWN_SLOT, common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
@@ -182,6 +182,8 @@ class Session:
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
+        # The last turn's working list and the transcript list it grew beside (see _working).
+        self._last: tuple[Messages, Messages] | None = None
         self._clock = clock
         self._session_id = session
         # Built on first use: a stateless call resumes its conversation's recorder instead.
@@ -423,7 +425,10 @@ class Session:
 
     def _plan_turn(self, history: Sequence[Any] | None) -> Turn:
         if history is None:
-            return self._start_turn(list(self._messages))
+            working = self._working()
+            self._last = (working, self._messages)
+            return self._start_turn(working)
+        self._last = None  # a stateless turn's list holds the caller's objects: never reused
         given, same = self._given(history)
         plan = plan_history(
             self._messages, self._ours, given, hint=self._hint, keys=self._keys, same=same
@@ -451,6 +456,22 @@ class Session:
         given = hint[:same]
         given += message_dicts(history[same:])
         return given, same
+
+    def _working(self) -> Messages:
+        """A turn's working list: the last turn's own list when it still is the transcript.
+
+        A turn's list only grows, and its commits append what it added, in order, to the
+        transcript: so when the transcript is still the same list object (not reloaded, edited
+        or handed over) and as long as the turn's list, ending with the same message, every
+        message the turn added was committed and the two hold the same messages. The list then
+        goes on growing, and the strategies know its head without comparing it (GROWN_SLOT).
+        """
+        messages, last = self._messages, self._last
+        if last is None or last[1] is not messages or len(last[0]) != len(messages):
+            return list(messages)
+        if messages and last[0][-1] is not messages[-1]:
+            return list(messages)
+        return last[0]
 
     def _start_turn(self, working: Messages) -> Turn:
         turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
@@ -523,6 +544,7 @@ class Session:
             inbox_listing=[turn.listing] if turn.listing else [],
         )
         turn.listing = None
+        self._memo[GROWN_SLOT] = turn.working  # it only grows: the chain's kept head holds
         trace: list[tuple[str, Messages]] = []
         try:
             try:

@@ -16,6 +16,7 @@ from typing import Any
 
 from ctxmw._litellm import message_dict
 from ctxmw.messages._incremental import (
+    GROWN_SLOT,
     MAX_MEMO_MESSAGES,
     SHARED_SLOT,
     Shared,
@@ -31,6 +32,7 @@ __all__ = ["chain_input"]
 class _Kept:
     raw: list[Any]  # the caller's objects
     converted: list[Any]  # what the strategies received (the same list when all were dicts)
+    given: object = None  # the very list object the chain was handed
 
 
 def chain_input(messages: Sequence[Any], memo: dict[str, Any] | None, slot: str) -> Messages:
@@ -39,19 +41,22 @@ def chain_input(messages: Sequence[Any], memo: dict[str, Any] | None, slot: str)
     if memo is None:
         return _converted(raw) if _mixed(raw) else raw
     memo.pop(SHARED_SLOT, None)
+    grown = memo.pop(GROWN_SLOT, None) is messages
     kept = memo.get(slot)
     if not isinstance(kept, _Kept):
         current = _converted(raw) if _mixed(raw) else raw
-        _keep(memo, slot, raw, current, None, 0)
+        _keep(memo, slot, raw, current, None, 0, messages)
         return current
-    same = identical_prefix(kept.raw, raw, min(len(kept.raw), len(raw)))
+    upto = min(len(kept.raw), len(raw))
+    # The session's own list that only grew: its head is the kept copy's, no need to look.
+    same = upto if grown and kept.given is messages else identical_prefix(kept.raw, raw, upto)
     head_mixed = same > 0 and kept.converted is not kept.raw
     if not head_mixed and not _mixed(raw[same:]):
         current = raw
     else:
         head = kept.converted[:same] if head_mixed else raw[:same]
         current = [*head, *_converted(raw[same:])]
-    _keep(memo, slot, raw, current, kept, same)
+    _keep(memo, slot, raw, current, kept, same, messages)
     return current
 
 
@@ -62,13 +67,14 @@ def _keep(
     current: list[Any],
     kept: _Kept | None,
     same: int,
+    given: object,
 ) -> None:
     if len(raw) > MAX_MEMO_MESSAGES:
         memo.pop(slot, None)
         return
     # Copies: a strategy may append to the list it receives, never to these.
     inputs = list(current)
-    memo[slot] = _Kept(inputs if current is raw else list(raw), inputs)
+    memo[slot] = _Kept(inputs if current is raw else list(raw), inputs, given)
     if kept is None:
         return
     previous = kept.converted
