@@ -89,18 +89,22 @@ def test_the_grown_list_sends_what_a_copied_transcript_sends(ops: list[str]) -> 
     anyio.run(both)
 
 
-@pytest.mark.anyio
-async def test_consecutive_turns_compare_no_head(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    compared: list[int] = []
+@pytest.fixture
+def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The chain's identity passes over its input (how many messages each looked at)."""
+    passes: list[int] = []
     real = _chain_input.identical_prefix
 
     def counted(previous: Any, current: Any, upto: int) -> int:
-        compared.append(upto)
+        passes.append(upto)
         return real(previous, current, upto)
 
     monkeypatch.setattr(_chain_input, "identical_prefix", counted)
+    return passes
+
+
+@pytest.mark.anyio
+async def test_consecutive_turns_compare_no_head(tmp_path: Path, compared: list[int]) -> None:
     fake = FakeCompletion(*[text(f"answer {n}") for n in range(6)])
     session = ctxmw.Session(MODEL, save_file=tmp_path / "agent.jsonl", completion=fake)
     for n in range(6):
@@ -113,16 +117,8 @@ async def test_consecutive_turns_compare_no_head(
 
 @pytest.mark.anyio
 async def test_a_transcript_changed_by_another_writer_is_compared_again(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, compared: list[int]
 ) -> None:
-    compared: list[int] = []
-    real = _chain_input.identical_prefix
-
-    def counted(previous: Any, current: Any, upto: int) -> int:
-        compared.append(upto)
-        return real(previous, current, upto)
-
-    monkeypatch.setattr(_chain_input, "identical_prefix", counted)
     save_file = tmp_path / "agent.jsonl"
     fake = FakeCompletion(text("one"), text("two"))
     session = ctxmw.Session(MODEL, save_file=save_file, completion=fake)
