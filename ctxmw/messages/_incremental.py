@@ -100,8 +100,8 @@ def compare_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
     if isinstance(previous, bytes) and isinstance(current, bytes):
         head, tail = previous[:m], current[:m]  # byte strings compare and slice in C as they are
     else:
-        head = previous if len(previous) == m and isinstance(previous, list) else list(previous[:m])
-        tail = list(current[:m])
+        head = _as_list(previous, m)
+        tail = _as_list(current, m)
     if head == tail:  # identical objects compare in C without looking inside them
         return m
     lo, hi = 0, m  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]
@@ -112,6 +112,14 @@ def compare_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
         else:
             hi = mid
     return lo
+
+
+def _as_list(items: Sequence[Any], m: int) -> list[Any]:
+    """``items[:m]`` as a list: the list itself when it is one of that length (no copy), one
+    slice of a list (a slice is a new list already), a copy of anything else."""
+    if isinstance(items, list):
+        return items if len(items) == m else items[:m]
+    return list(items[:m])
 
 
 def same_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
