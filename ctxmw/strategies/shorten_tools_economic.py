@@ -151,14 +151,15 @@ def _step(
     # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
     rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
     # A move rewrites the prompt after the head. Automatic caches read the head back; a
-    # breakpoint move is priced as rewriting it too (a client may mark only the end).
+    # breakpoint move is priced as rewriting it too (a client may mark only the end), unless
+    # the client marks the head (economic_head_mark).
     head = sizes.head if econ.head_read and econ.caches(sizes.head) else 0.0
     purchase = max(moved - head, 0.0) * (econ.write - econ.read)
     spent = state.spent + _cost(econ, moved, 0.0 if is_cold else min(head, state.sent))
     forced = stay > econ.limit or is_cold or not econ.caches(stay)
     # The guard: a move that would take the running cost over the guard times none's waits
     # until the savings banked so far cover it (staying never costs more than none's call).
-    guard = settings.economic_guard
+    guard = econ.guard(settings)
     within = guard is None or spent <= guard * baseline
     if forced or (within and rent >= settings.economic_break_even * purchase):
         return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
@@ -199,6 +200,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         s.economic_compacted_tool_calls,
         s.economic_break_even,
         s.economic_guard,
+        s.economic_guard_automatic,
     )
 
     def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
