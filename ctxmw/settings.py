@@ -187,11 +187,11 @@ class Settings(BaseSettings):
         description="shorten_tools_economic: economic_guard under automatic prefix caching "
         "(the openai, gemini and exact rules), where a move reads the head back and costs less.",
     )
-    economic_head_mark: bool = Field(
-        False,
+    economic_head_mark: bool | None = Field(
+        None,
         description="shorten_tools_economic under breakpoint caching: the client marks the end "
-        "of the head (cache_breakpoints after it in the chain does), so a move reads the head "
-        "back; the schedule prices it so.",
+        "of the head, so a move reads the head back and the schedule prices it so (None: "
+        "inferred, true when cache_breakpoints runs after it in the chain).",
     )
 
     telemetry: bool = Field(

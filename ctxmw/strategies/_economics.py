@@ -60,7 +60,8 @@ class Economics:
         ``cache_breakpoints`` puts one there, but a client that marks only the end of each
         prompt does not, so the schedule prices a breakpoint move as rewriting the head too
         (the head mark then makes the move cheaper than priced, never dearer), unless told
-        that the head is marked (``economic_head_mark``).
+        that the head is marked (``economic_head_mark``, or ``cache_breakpoints`` after the
+        strategy in the chain).
         """
         return self.rule != "breakpoints" or self.head_marked
 
@@ -80,11 +81,12 @@ class Economics:
         return self.rule != "none" and tokens >= self.minimum
 
 
-def economics(model: str | None, settings: Settings) -> Economics:
+def economics(model: str | None, settings: Settings, *, head_mark: bool = False) -> Economics:
     """The prices and limits one call of ``model`` works with (see the module docstring).
 
     An unknown model (None) is taken to cache automatically at the usual discount, unless the
-    ``cache_rule`` setting names a rule.
+    ``cache_rule`` setting names a rule. ``head_mark``: whether the head's end is marked when
+    the ``economic_head_mark`` setting leaves it to be inferred (None).
     """
     provider = _provider(model)
     if model:
@@ -103,7 +105,8 @@ def economics(model: str | None, settings: Settings) -> Economics:
     window = settings.context_window or input_window(model)
     minimum = cache_minimum(rule, model or "", provider)
     limit = window - settings.output_reservation
-    marked = rule == "breakpoints" and settings.economic_head_mark
+    marked = settings.economic_head_mark
+    marked = rule == "breakpoints" and (head_mark if marked is None else marked)
     return Economics(rule, price, read, write, minimum, ttl, limit, marked)
 
 

@@ -192,7 +192,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
     s = ctx.settings
     if not index.calls or (s.economic_full_tool_calls == 0 == s.economic_compacted_tool_calls):
         return messages
-    econ = economics(ctx.model, s)
+    econ = economics(ctx.model, s, head_mark=_marks_head_later(ctx.chain))
     cold = _cold_points(messages, ctx, econ)
     key = (
         econ,
@@ -219,6 +219,11 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         full_tool_calls=s.economic_full_tool_calls,
     )
     return out
+
+
+def _marks_head_later(chain: Sequence[str]) -> bool:
+    """Whether ``cache_breakpoints`` runs after this strategy (it marks the head's end)."""
+    return NAME in chain and "cache_breakpoints" in chain[chain.index(NAME) + 1 :]
 
 
 def _cold_points(messages: Messages, ctx: StrategyContext, econ: Economics) -> set[int]:
