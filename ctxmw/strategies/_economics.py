@@ -70,7 +70,9 @@ class Economics:
 
         Under automatic caching a move reads the head back and writes at the input price, so it
         pays back sooner and a tighter bound costs the long sessions little; under breakpoints
-        a first move waits until the guard's margin covers a rewrite that may include the head.
+        a first move waits until the guard's margin covers a rewrite that may include the head
+        (with the head marked too: 1.02 there cost the long sessions more than it bought, see
+        the README's "Cache economics").
         """
         if self.rule == "breakpoints":
             return settings.economic_guard

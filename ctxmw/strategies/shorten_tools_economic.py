@@ -8,8 +8,9 @@ point two prices are weighed, from litellm's prices under the session's caching 
 - the rent: the tokens a move would reclaim now, at the price of a cached token (what carrying
   them costs on this call, and on every call until the boundary moves);
 - the purchase: rewriting the prompt after its head once (the head too under breakpoint
-  caching, where no mark sits at its end), at the write price minus the read price (what
-  moving costs).
+  caching, unless a mark sits at its end: ``economic_head_mark``, inferred from
+  ``cache_breakpoints`` after this strategy in ``ctx.chain``), at the write price minus the
+  read price (what moving costs).
 
 The boundary moves to the newest call once the rent paid since the last move reaches the
 purchase (times ``economic_break_even``): the ski-rental break-even rule. It moves at once when
@@ -17,10 +18,11 @@ the prompt would not fit the window, when nothing is cached anyway (the ``none``
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
 
-The guard (``economic_guard``, 1.05; None turns it off): beside the fold the schedule keeps
+The guard (``economic_guard``, 1.05, under breakpoint caching; ``economic_guard_automatic``,
+1.02, under automatic prefix caching; None turns either off): beside the fold the schedule keeps
 its own estimated running cost and what sending everything (``none``) would have cost so far.
-A move that would take the first over ``economic_guard`` times the second waits until the
-savings banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
+A move that would take the first over the guard times the second waits until the savings
+banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
 prefix plus the same new messages), so at every call point the estimated cost is at most the
 guard times ``none``'s, moves forced by the window and calls under the cache minimum (nothing
 cached either way) excepted.
