@@ -17,7 +17,8 @@ transcripts (output medians 214 and 283 characters, log-sd 2.0 and 1.5; argument
 121), so 73 calls peak near 30k tokens and 200 calls near 100k, as in the issue's measurements.
 
 The ``auto`` column replays the default with ``cache_rule=openai`` (the session's caching rule is
-one of its inputs); the breakpoint columns with the model's own rule.
+one of its inputs); the breakpoint columns with the model's own rule, the ``breakpoints`` column
+with ``economic_head_mark=True`` (its client runs ``cache_breakpoints``, which marks the head).
 """
 
 from __future__ import annotations
@@ -209,10 +210,14 @@ async def measure(
 async def _default_row(
     row: Conversation, one: dict[str, Messages], model: str, counter: TokenCounter, variant: str
 ) -> None:
-    """The default's costs (``auto`` with the ``openai`` rule) with one setting changed."""
+    """The default's costs (``auto`` with the ``openai`` rule, ``breakpoints`` told that the head
+    is marked) with some settings changed.
+
+    ``variant``: ``KEY=VALUE``, or several joined by commas (``KEY=VALUE,KEY=VALUE``).
+    """
     overrides: dict[str, Any] = {}
-    if variant:
-        key, _, value = variant.partition("=")
+    for part in variant.split(",") if variant else ():
+        key, _, value = part.partition("=")
         overrides[key] = json.loads(value)
     label = f"default [{variant}]" if variant else "default"
     kwargs: dict[str, Any] = {"model": model, "counter": counter, "optimal": False}
@@ -224,6 +229,10 @@ async def _default_row(
         )
     auto = await replay(one, ["default"], settings={**overrides, "cache_rule": "openai"}, **kwargs)
     row.cost[label]["auto"] = auto.strategies["default"].cost["auto"]
+    # The breakpoints column's client runs cache_breakpoints, which marks the head's end.
+    marked = {"economic_head_mark": True, **overrides}
+    bp = await replay(one, ["default"], settings=marked, **kwargs)
+    row.cost[label]["breakpoints"] = bp.strategies["default"].cost["breakpoints"]
 
 
 def _conversation(main: ReplayResult) -> Conversation:
@@ -251,6 +260,11 @@ def report(rows: Sequence[Conversation], elapsed: float) -> None:
             f"  {r.name:<42} calls {r.calls:>5} peak {r.peak:>8,}  default x none: {ratios}"
             f"  (optimum x none: {best})"
         )
+        for label in (k for k in r.cost if k.startswith("default [")):
+            each = " ".join(
+                f"{k}={r.cost[label][k] / r.cost['none'][k]:.3f}" for k in CACHING_MODELS
+            )
+            print(f"    {label:<60} x none: {each}  visible {r.visible[label]}")
     for label, subset in (("short", short), ("long", long), ("all", rows)):
         if subset:
             _table(label, subset)
@@ -296,6 +310,11 @@ def _goals(
     if short:
         agg = max(_sum(short, "default", k) / _sum(short, "none", k) for k in CACHING_MODELS)
         print(f"  short sessions in aggregate <= 1.00x none: {agg:.3f}  {verdict(agg <= 1.0)}")
+        for label in (k for k in rows[0].cost if k.startswith("default [")):
+            each = ", ".join(
+                f"{k} {_sum(short, label, k) / _sum(short, 'none', k):.3f}" for k in CACHING_MODELS
+            )
+            print(f"    {label}: {each}")
     if long:
         worst_long = max(
             r.cost["default"][k] / r.cost["none"][k] for r in long for k in CACHING_MODELS
@@ -303,6 +322,12 @@ def _goals(
         print(
             f"  long sessions <= 0.55x none: worst {worst_long:.3f}  {verdict(worst_long <= 0.55)}"
         )
+        for label in (k for k in rows[0].cost if k.startswith("default")):
+            each = ", ".join(
+                f"{k} {max(r.cost[label][k] / r.cost['none'][k] for r in long):.3f}"
+                for k in CACHING_MODELS
+            )
+            print(f"    {label}: worst {each}")
     gap = max(_opt(rows, "default", k) for k in CACHING_MODELS)
     print(f"  within 1.10x of the optimum in aggregate: {gap:.3f}  {verdict(gap <= 1.10)}")
     cheaper = all(
@@ -332,6 +357,13 @@ def _goals(
             f"  the same where clear_tool_results clears ({len(acts)} conversations; "
             f"{seen} vs {clear} visible): {verdict(ok)}"
         )
+        for label in (k for k in rows[0].cost if k.startswith("default [")):
+            each = ", ".join(
+                f"{k} {_sum(acts, label, k) / _sum(acts, 'clear_tool_results', k):.3f}"
+                for k in CACHING_MODELS
+            )
+            seen = sum(r.visible[label] for r in acts)
+            print(f"    {label}: {seen} visible; x clear_tool_results: {each}")
 
 
 def _seeds(n_calls: int, quick: bool, seeds: int | None) -> int:
@@ -395,7 +427,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         action="append",
         default=[],
         metavar="KEY=VALUE",
-        help="also replay the default with this setting (a JSON value), side by side",
+        help="also replay the default with this setting (a JSON value; several joined by "
+        "commas), side by side",
     )
     parser.add_argument(
         "--jobs", type=int, default=1, help="conversations replayed at once, one process each"

@@ -85,7 +85,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("sessions", nargs="+", help="generated sessions, LENGTH:SEED")
     parser.add_argument("--no-guard", action="store_true", help="the schedule without its guard")
     args = parser.parse_args(argv)
-    overrides = {"economic_guard": None} if args.no_guard else {}
+    overrides = {"economic_guard": None, "economic_guard_automatic": None} if args.no_guard else {}
     for name in args.sessions:
         length, seed = (int(x) for x in name.split(":"))
         messages = session(length, seed)
@@ -96,7 +96,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             econ = economic.economics(MODEL, resolve_settings({**overrides, "cache_rule": rule}))
             rows = {
                 "schedule": schedule(sizes, points, econ, s),
-                "guarded optimum": cheapest(sizes, points, econ, s, Settings().economic_guard),
+                "guarded optimum": cheapest(sizes, points, econ, s, econ.guard(Settings())),
                 "optimum": cheapest(sizes, points, econ, s, None),
             }
             print(f"{name} {rule}")

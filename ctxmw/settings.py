@@ -156,13 +156,13 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        10,
+        5,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
     )
     economic_compacted_tool_calls: int = Field(
-        80,
+        40,
         ge=0,
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
@@ -176,9 +176,22 @@ class Settings(BaseSettings):
     economic_guard: float | None = Field(
         1.05,
         ge=1.0,
-        description="shorten_tools_economic: a move waits while it would take the schedule's "
-        "estimated running cost over this multiple of what sending everything would have cost "
-        "so far: the bound on its estimated cost x none at every call point (None: no guard).",
+        description="shorten_tools_economic under breakpoint caching: a move waits while it "
+        "would take the schedule's estimated running cost over this multiple of what sending "
+        "everything would have cost so far: the bound on its estimated cost x none at every "
+        "call point (None: no guard).",
+    )
+    economic_guard_automatic: float | None = Field(
+        1.02,
+        ge=1.0,
+        description="shorten_tools_economic: economic_guard under automatic prefix caching "
+        "(the openai, gemini and exact rules), where a move reads the head back and costs less.",
+    )
+    economic_head_mark: bool | None = Field(
+        None,
+        description="shorten_tools_economic under breakpoint caching: the client marks the end "
+        "of the head, so a move reads the head back and the schedule prices it so (None: "
+        "inferred, true when cache_breakpoints runs after it in the chain).",
     )
 
     telemetry: bool = Field(

@@ -57,6 +57,8 @@ class StrategyContext:
         inbox_listing: the inbox folder and its settled entries, listed by the caller in a
             worker-thread trip of its own just before this call (a ``Session`` does), at most one;
             the first ``inbox`` run takes it out of the list, a later one lists again.
+        chain: the names of the strategies this call runs, in order (set by the chain runner;
+            ``shorten_tools_economic`` reads whether ``cache_breakpoints`` comes after it).
     """
 
     settings: Settings
@@ -70,3 +72,4 @@ class StrategyContext:
     hold_inbox: bool = False
     now: float | None = None
     inbox_listing: list[tuple[Path, list[FileEntry]]] = field(default_factory=list)
+    chain: tuple[str, ...] = ()

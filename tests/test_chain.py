@@ -262,3 +262,14 @@ async def test_repair_tool_pairs_keeps_valid_litellm_message_objects() -> None:
     repaired = await prepare_prompt(objects, "repair_tool_pairs")
     assert len(repaired) == 26
     ctxmw.validate(repaired)
+
+
+async def test_strategies_see_the_names_of_the_chain() -> None:
+    seen: list[tuple[str, ...]] = []
+
+    def spy(messages: Messages, ctx: StrategyContext) -> Messages:
+        seen.append(ctx.chain)
+        return messages
+
+    await prepare_prompt(MSGS, [spy, "cache_breakpoints", spy])
+    assert seen == [(spy.__qualname__, "cache_breakpoints", spy.__qualname__)] * 2

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import os
 from collections.abc import Mapping, Sequence
@@ -117,6 +118,10 @@ async def apply_strategies(
         )
     # What strategies derive from the transcript is cached in the session's memo (this call's
     # own without a session), never for the process: it goes when the conversation does.
+    names = tuple(name for name, _ in strategies)
+    if ctx.chain != names:
+        # A shallow copy: stats, memo and the inbox listing stay the caller's own objects.
+        ctx = dataclasses.replace(ctx, chain=names)
     with session_memo(ctx.memo) as memo:
         # A new list (a strategy that appends to its input cannot touch the caller's), dicts.
         kept = memo if ctx.memo is not None else None

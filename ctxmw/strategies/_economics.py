@@ -40,6 +40,7 @@ class Economics:
         minimum: the smallest prompt the provider caches, in tokens.
         ttl: seconds an unused cache lives.
         limit: the largest prompt the strategy may send (window minus the output reservation).
+        head_marked: the client marks the end of the head (``economic_head_mark``).
     """
 
     rule: str
@@ -49,6 +50,7 @@ class Economics:
     minimum: int
     ttl: float
     limit: int
+    head_marked: bool = False
 
     @property
     def head_read(self) -> bool:
@@ -57,20 +59,36 @@ class Economics:
         Automatic prefix caches do. A breakpoint cache does only from a mark at the head's end:
         ``cache_breakpoints`` puts one there, but a client that marks only the end of each
         prompt does not, so the schedule prices a breakpoint move as rewriting the head too
-        (the head mark then makes the move cheaper than priced, never dearer).
+        (the head mark then makes the move cheaper than priced, never dearer), unless told
+        that the head is marked (``economic_head_mark``, or ``cache_breakpoints`` after the
+        strategy in the chain).
         """
-        return self.rule != "breakpoints"
+        return self.rule != "breakpoints" or self.head_marked
+
+    def guard(self, settings: Settings) -> float | None:
+        """The guard for this rule: ``economic_guard_automatic`` unless the rule uses breakpoints.
+
+        Under automatic caching a move reads the head back and writes at the input price, so it
+        pays back sooner and a tighter bound costs the long sessions little; under breakpoints
+        a first move waits until the guard's margin covers a rewrite that may include the head
+        (with the head marked too: 1.02 there cost the long sessions more than it bought, see
+        the README's "Cache economics").
+        """
+        if self.rule == "breakpoints":
+            return settings.economic_guard
+        return settings.economic_guard_automatic
 
     def caches(self, tokens: float) -> bool:
         """Whether a prompt of ``tokens`` is cached at all."""
         return self.rule != "none" and tokens >= self.minimum
 
 
-def economics(model: str | None, settings: Settings) -> Economics:
+def economics(model: str | None, settings: Settings, *, head_mark: bool = False) -> Economics:
     """The prices and limits one call of ``model`` works with (see the module docstring).
 
     An unknown model (None) is taken to cache automatically at the usual discount, unless the
-    ``cache_rule`` setting names a rule.
+    ``cache_rule`` setting names a rule. ``head_mark``: whether the head's end is marked when
+    the ``economic_head_mark`` setting leaves it to be inferred (None).
     """
     provider = _provider(model)
     if model:
@@ -88,7 +106,10 @@ def economics(model: str | None, settings: Settings) -> Economics:
     ttl = settings.cache_ttl or _PROVIDER_TTL.get(provider or "", DEFAULT_TTL.get(rule, math.inf))
     window = settings.context_window or input_window(model)
     minimum = cache_minimum(rule, model or "", provider)
-    return Economics(rule, price, read, write, minimum, ttl, window - settings.output_reservation)
+    limit = window - settings.output_reservation
+    marked = settings.economic_head_mark
+    marked = rule == "breakpoints" and (head_mark if marked is None else marked)
+    return Economics(rule, price, read, write, minimum, ttl, limit, marked)
 
 
 def _provider(model: str | None) -> str | None:

@@ -8,8 +8,9 @@ point two prices are weighed, from litellm's prices under the session's caching 
 - the rent: the tokens a move would reclaim now, at the price of a cached token (what carrying
   them costs on this call, and on every call until the boundary moves);
 - the purchase: rewriting the prompt after its head once (the head too under breakpoint
-  caching, where no mark sits at its end), at the write price minus the read price (what
-  moving costs).
+  caching, unless a mark sits at its end: ``economic_head_mark``, inferred from
+  ``cache_breakpoints`` after this strategy in ``ctx.chain``), at the write price minus the
+  read price (what moving costs).
 
 The boundary moves to the newest call once the rent paid since the last move reaches the
 purchase (times ``economic_break_even``): the ski-rental break-even rule. It moves at once when
@@ -17,10 +18,11 @@ the prompt would not fit the window, when nothing is cached anyway (the ``none``
 under the provider's minimum), and when the cache is cold (idle longer than the TTL, or another
 model than the previous call's): then the rewrite is free.
 
-The guard (``economic_guard``, 1.05; None turns it off): beside the fold the schedule keeps
+The guard (``economic_guard``, 1.05, under breakpoint caching; ``economic_guard_automatic``,
+1.02, under automatic prefix caching; None turns either off): beside the fold the schedule keeps
 its own estimated running cost and what sending everything (``none``) would have cost so far.
-A move that would take the first over ``economic_guard`` times the second waits until the
-savings banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
+A move that would take the first over the guard times the second waits until the savings
+banked cover it. Staying never costs more than ``none``'s call (the prompt is a shorter
 prefix plus the same new messages), so at every call point the estimated cost is at most the
 guard times ``none``'s, moves forced by the window and calls under the cache minimum (nothing
 cached either way) excepted.
@@ -151,14 +153,15 @@ def _step(
     # Carrying the reclaimable tokens costs a cache read each (a full read if uncached).
     rent = state.rent + (stay - moved) * (econ.read if econ.caches(stay) else econ.input)
     # A move rewrites the prompt after the head. Automatic caches read the head back; a
-    # breakpoint move is priced as rewriting it too (a client may mark only the end).
+    # breakpoint move is priced as rewriting it too (a client may mark only the end), unless
+    # the client marks the head (economic_head_mark).
     head = sizes.head if econ.head_read and econ.caches(sizes.head) else 0.0
     purchase = max(moved - head, 0.0) * (econ.write - econ.read)
     spent = state.spent + _cost(econ, moved, 0.0 if is_cold else min(head, state.sent))
     forced = stay > econ.limit or is_cold or not econ.caches(stay)
     # The guard: a move that would take the running cost over the guard times none's waits
     # until the savings banked so far cover it (staying never costs more than none's call).
-    guard = settings.economic_guard
+    guard = econ.guard(settings)
     within = guard is None or spent <= guard * baseline
     if forced or (within and rent >= settings.economic_break_even * purchase):
         return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
@@ -191,7 +194,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
     s = ctx.settings
     if not index.calls or (s.economic_full_tool_calls == 0 == s.economic_compacted_tool_calls):
         return messages
-    econ = economics(ctx.model, s)
+    econ = economics(ctx.model, s, head_mark=_marks_head_later(ctx.chain))
     cold = _cold_points(messages, ctx, econ)
     key = (
         econ,
@@ -199,6 +202,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         s.economic_compacted_tool_calls,
         s.economic_break_even,
         s.economic_guard,
+        s.economic_guard_automatic,
     )
 
     def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
@@ -217,6 +221,11 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         full_tool_calls=s.economic_full_tool_calls,
     )
     return out
+
+
+def _marks_head_later(chain: Sequence[str]) -> bool:
+    """Whether ``cache_breakpoints`` runs after this strategy (it marks the head's end)."""
+    return NAME in chain and "cache_breakpoints" in chain[chain.index(NAME) + 1 :]
 
 
 def _cold_points(messages: Messages, ctx: StrategyContext, econ: Economics) -> set[int]:
