@@ -66,7 +66,8 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
         "cached (ctxmw): what ctxmw expected it to read, from what was sent.",
         "results: the tool results the model still saw at the last call: full / compacted / "
         "cleared to a placeholder / all of them.",
-        f"files in {out}/: one transcript (*.jsonl) and one ledger (*.ledger.jsonl) per row",
+        f"files in {out}/: one transcript (*.jsonl), its ledger (*.ledger.jsonl) and its lock "
+        "file (*.jsonl.lock, empty when free) per row",
     ]
     plot = out / "cache.png"
     try:
