@@ -33,12 +33,11 @@ __all__ = [
     "PendingShape",
     "attribute_bust",
     "call_shape",
-    "digest_ahead",
     "shape_from_json",
     "shape_to_json",
 ]
 
-# Messages digested per loop step by digest_ahead (a few milliseconds of serialising).
+# Messages digested per loop step when a shape is resolved (a few milliseconds of serialising).
 _DIGEST_CHUNK = 256
 
 
@@ -82,29 +81,7 @@ def call_shape(
     if isinstance(cache, DigestCache):
         stages = [(name, cache.digests(output)) for name, output in trace or ()]
         return CallShape(tools, cache.digests(transcript), stages)
-    *views, whole = [cache.digests(slot, items) for slot, items in _slots(transcript, trace, side)]
-    names = [name for name, _ in trace or ()]
-    return CallShape(
-        tools, whole.digests, [(n, v.digests) for n, v in zip(names, views, strict=True)]
-    )
-
-
-async def digest_ahead(
-    cache: DigestSlots,
-    transcript: Sequence[Mapping[str, Any]],
-    trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
-    *,
-    side: bool = False,
-    chunk: int = _DIGEST_CHUNK,
-) -> None:
-    """Digest the lists :func:`call_shape` reads, giving the loop back every ``chunk`` messages.
-
-    Before :func:`call_shape` with the same arguments in the same call, which then finds them
-    digested. A warm call (a few new messages) never waits; a first call on a long transcript
-    no longer digests it in one loop step.
-    """
-    for slot, items in _slots(transcript, trace, side):
-        await cache.digests_chunked(slot, items, chunk)
+    return PendingShape(cache, tools, transcript, trace, side=side).resolve_now(cache)
 
 
 class PendingShape:
