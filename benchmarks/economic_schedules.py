@@ -94,9 +94,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         points = call_points(messages)
         for rule in ("openai", "breakpoints"):
             econ = economic.economics(MODEL, resolve_settings({**overrides, "cache_rule": rule}))
+            guarded = economic.economics(MODEL, resolve_settings({"cache_rule": rule}))
             rows = {
                 "schedule": schedule(sizes, points, econ, s),
-                "guarded optimum": cheapest(sizes, points, econ, s, econ.guard(Settings())),
+                "guarded optimum": cheapest(sizes, points, econ, s, guarded.guard),
                 "optimum": cheapest(sizes, points, econ, s, None),
             }
             print(f"{name} {rule}")

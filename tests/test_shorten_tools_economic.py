@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Iterator
 from functools import partial
 from typing import Any
 
@@ -14,8 +15,10 @@ from hypothesis import strategies as st
 
 from ctxmw import Session, Settings, validate
 from ctxmw.messages.pairs import index_tools
+from ctxmw.strategies._economics import Economics
 from ctxmw.strategies.shorten_tools_economic import (
     NAME,
+    Sizes,
     economic_moves,
     economics,
     measure,
@@ -144,27 +147,35 @@ def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
 
 def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
     # No mark sits at the head's end, so after a move the head is written again, not read.
-    source = adjacent_calls(120)
-    source[0] = {"role": "system", "content": "rules " * 8000}
+    source = _big_head(120)
     s = Settings(economic_guard=None, economic_guard_automatic=None)  # the rent rule alone
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
     assert moves
-    boundary, rent, at = 0, 0.0, dict(moves)
-    for p in points(source):
-        n = sizes.calls_before(p)
-        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
-        if moved < stay:
-            rent += (stay - moved) * econ.read
-        if p in at:
+    for p, _, moved, rent in _rent_walk(source, sizes, econ, s, moves):
+        if p in dict(moves):
             assert rent >= s.economic_break_even * moved * (econ.write - econ.read), p
-            boundary, rent = at[p], 0.0
     # Automatic prefix caching reads the head back: the same session moves sooner.
     gpt = moves_of(
         source, SONNET, cache_rule="openai", economic_guard=None, economic_guard_automatic=None
     )
     assert gpt[0][0] < moves[0][0]
+
+
+def _rent_walk(
+    source: Messages, sizes: Sizes, econ: Economics, s: Settings, moves: list[tuple[int, int]]
+) -> Iterator[tuple[int, float, float, float]]:
+    """Per call point, given the schedule's moves: the prompt if the boundary stays, the prompt
+    if it moves now, and the rent paid since the last move (this point's included)."""
+    boundary, rent, at = 0, 0.0, dict(moves)
+    for p in points(source):
+        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, sizes.calls_before(p), s)
+        if moved < stay:
+            rent += (stay - moved) * econ.read
+        yield p, stay, moved, rent
+        if p in at:
+            boundary, rent = at[p], 0.0
 
 
 def _big_head(calls: int) -> Messages:
@@ -183,17 +194,11 @@ def test_a_marked_head_is_read_back_after_a_breakpoint_move() -> None:
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
     assert moves
-    boundary, rent, at = 0, 0.0, dict(moves)
-    for p in points(source):
-        n = sizes.calls_before(p)
-        stay, moved = sizes.prompt(p, boundary, s), sizes.prompt(p, n, s)
+    for p, stay, moved, rent in _rent_walk(source, sizes, econ, s, moves):
         if moved >= stay:
             continue
-        rent += (stay - moved) * econ.read
         purchase = (moved - sizes.head) * (econ.write - econ.read)
-        assert (p in at) == (rent >= s.economic_break_even * purchase), p
-        if p in at:
-            boundary, rent = at[p], 0.0
+        assert (p in dict(moves)) == (rent >= s.economic_break_even * purchase), p
     assert moves[0][0] < moves_of(source, SONNET, **free)[0][0]
 
 
@@ -238,8 +243,8 @@ def test_automatic_caching_has_its_own_tighter_guard() -> None:
     # the default guard there is 1.02, the issue's bound per conversation; under breakpoints it
     # stays economic_guard.
     defaults = Settings()
-    assert economics("gpt-4o", defaults).guard(defaults) == defaults.economic_guard_automatic
-    assert economics(SONNET, defaults).guard(defaults) == defaults.economic_guard
+    assert economics("gpt-4o", defaults).guard == defaults.economic_guard_automatic
+    assert economics(SONNET, defaults).guard == defaults.economic_guard
     # Under the 1.05 bound this session's estimate reached 1.044x none (a move at 51 calls).
     costs = running_costs(_uniform(51, 6000), SONNET, cache_rule="openai")
     assert all(ours <= 1.02 * none + slack + 1e-12 for ours, none, slack in costs)

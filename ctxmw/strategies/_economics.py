@@ -41,6 +41,9 @@ class Economics:
         ttl: seconds an unused cache lives.
         limit: the largest prompt the strategy may send (window minus the output reservation).
         head_marked: the client marks the end of the head (``economic_head_mark``).
+        guard: the bound on the schedule's estimated cost x ``none`` for this rule
+            (``economic_guard`` under breakpoints, ``economic_guard_automatic`` otherwise;
+            None: no guard).
     """
 
     rule: str
@@ -51,6 +54,7 @@ class Economics:
     ttl: float
     limit: int
     head_marked: bool = False
+    guard: float | None = None
 
     @property
     def head_read(self) -> bool:
@@ -64,19 +68,6 @@ class Economics:
         strategy in the chain).
         """
         return self.rule != "breakpoints" or self.head_marked
-
-    def guard(self, settings: Settings) -> float | None:
-        """The guard for this rule: ``economic_guard_automatic`` unless the rule uses breakpoints.
-
-        Under automatic caching a move reads the head back and writes at the input price, so it
-        pays back sooner and a tighter bound costs the long sessions little; under breakpoints
-        a first move waits until the guard's margin covers a rewrite that may include the head
-        (with the head marked too: 1.02 there cost the long sessions more than it bought, see
-        the README's "Cache economics").
-        """
-        if self.rule == "breakpoints":
-            return settings.economic_guard
-        return settings.economic_guard_automatic
 
     def caches(self, tokens: float) -> bool:
         """Whether a prompt of ``tokens`` is cached at all."""
@@ -109,7 +100,22 @@ def economics(model: str | None, settings: Settings, *, head_mark: bool = False)
     limit = window - settings.output_reservation
     marked = settings.economic_head_mark
     marked = rule == "breakpoints" and (head_mark if marked is None else marked)
-    return Economics(rule, price, read, write, minimum, ttl, limit, marked)
+    guard = _guard(rule, settings)
+    return Economics(rule, price, read, write, minimum, ttl, limit, marked, guard)
+
+
+def _guard(rule: str, settings: Settings) -> float | None:
+    """``economic_guard_automatic`` unless the rule uses breakpoints.
+
+    Under automatic caching a move reads the head back and writes at the input price, so it
+    pays back sooner and a tighter bound costs the long sessions little; under breakpoints a
+    first move waits until the guard's margin covers a rewrite that may include the head (with
+    the head marked too: 1.02 there cost the long sessions more than it bought, see the
+    README's "Cache economics").
+    """
+    if rule == "breakpoints":
+        return settings.economic_guard
+    return settings.economic_guard_automatic
 
 
 def _provider(model: str | None) -> str | None:

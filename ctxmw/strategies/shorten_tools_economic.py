@@ -161,7 +161,7 @@ def _step(
     forced = stay > econ.limit or is_cold or not econ.caches(stay)
     # The guard: a move that would take the running cost over the guard times none's waits
     # until the savings banked so far cover it (staying never costs more than none's call).
-    guard = econ.guard(settings)
+    guard = econ.guard
     within = guard is None or spent <= guard * baseline
     if forced or (within and rent >= settings.economic_break_even * purchase):
         return FoldState(n, 0.0, state.moves + 1, state.boundary, spent, baseline, moved, plain)
@@ -201,8 +201,6 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         s.economic_full_tool_calls,
         s.economic_compacted_tool_calls,
         s.economic_break_even,
-        s.economic_guard,
-        s.economic_guard_automatic,
     )
 
     def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
