@@ -168,6 +168,7 @@ class Session:
         self._file = TranscriptFile(self._path) if self._path is not None else None
         # The inbox the real ``inbox`` strategy reads, listed in the turn's trips (None: none).
         lists = any(fn is inbox for _, fn in self.strategies)
+        self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
         self._inbox = inbox_dir(self._path) if self._path is not None and lists else None
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
@@ -542,6 +543,7 @@ class Session:
             hold_inbox=True,
             now=self._clock(),
             inbox_listing=[turn.listing] if turn.listing else [],
+            chain=self._chain,  # as the chain runner would set it: no copy of the context
         )
         turn.listing = None
         self._memo[GROWN_SLOT] = turn.working  # it only grows: the chain's kept head holds
