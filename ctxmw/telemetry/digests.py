@@ -8,7 +8,8 @@ mark. A new list is compared with its slot by identity, position by position, in
 (``map(operator.is_)``); only the positions whose object changed are looked at in Python: a
 message already digested in this call (the same dict in the transcript, a strategy's output and
 the payload) is reused, and only never-seen objects are serialised. When a list moved (a message
-removed or inserted before others) the slot is searched by object identity once.
+removed or inserted before others) the slot is searched by object identity once, from its first
+changed position on.
 
 Nothing outlives the next call of the same slot: memory stays one call's lists per slot, not a
 cache of every message object ever seen (the old identity cache kept up to twice the live ones
@@ -140,7 +141,11 @@ class DigestSlots:
         self._lists[id(messages)] = (messages, view)
         if old is None or len(changed) <= _REINDEX:
             return view, changed, None
-        return view, changed, (old, {id(item): j for j, item in enumerate(old.items)})
+        # Only the previous list from the first changed position on: a message that moved
+        # (a removal or an insertion before it) sat there, and the unchanged head stays unread.
+        first = changed[0]
+        at = dict(zip(map(id, old.items[first:]), range(first, len(old.items)), strict=True))
+        return view, changed, (old, at)
 
     def _build(
         self, old: SlotView | None, items: list[Any]

@@ -33,6 +33,7 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ctxmw.messages._incremental import compare_prefix
 from ctxmw.messages.canonical import tools_digest
 from ctxmw.messages.form import layer_of, role_of
 from ctxmw.telemetry.counters import (
@@ -470,20 +471,11 @@ def _system_at(prev: _Snapshot | None, cur: _Snapshot, index: int) -> bool:
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
     """Length of the longest common prefix of two digest lists.
 
-    The usual case (the previous list is a prefix of the current one) is one list comparison
-    in C, fast because unchanged messages share their digest objects.
+    Compared in C (:func:`~ctxmw.messages._incremental.compare_prefix`): one list comparison
+    in the usual case, where the previous list is a prefix of the current one and unchanged
+    messages share their digest objects, else a bisection of slice comparisons.
     """
-    n = len(previous)
-    if len(current) >= n and _as_list(current[:n]) == _as_list(previous):
-        return n
-    for i, (a, b) in enumerate(zip(previous, current, strict=False)):
-        if a != b:
-            return i
-    return min(n, len(current))
-
-
-def _as_list(items: Sequence[bytes]) -> list[bytes]:
-    return items if isinstance(items, list) else list(items)
+    return compare_prefix(previous, current)
 
 
 def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
