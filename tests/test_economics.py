@@ -6,7 +6,9 @@ import litellm
 import pytest
 
 from ctxmw import Settings
+from ctxmw._litellm import mapped_model_info
 from ctxmw.strategies._economics import UNPRICED_READ_SHARE, WRITE_PREMIUM, economics
+from ctxmw.telemetry.cost import entry_rates
 
 _ENTRY = {"litellm_provider": "openai", "mode": "chat", "output_cost_per_token": 1e-5}
 
@@ -73,3 +75,36 @@ def test_a_price_overridden_later_is_seen(monkeypatch: pytest.MonkeyPatch) -> No
     assert economics(name, Settings(cache_rule="openai")).input == 1e-6
     litellm.register_model({name: {**_ENTRY, "input_cost_per_token": 3e-6}})
     assert economics(name, Settings(cache_rule="openai")).input == 3e-6
+
+
+def test_the_schedule_reads_the_prices_the_telemetry_bills(monkeypatch: pytest.MonkeyPatch) -> None:
+    """One reading of litellm's price keys: the schedule weighs the rates the cost uses."""
+    name = "openai/ctxmw-test-economics-one-reading"
+    monkeypatch.setattr(litellm, "model_cost", dict(litellm.model_cost))
+    entry = {
+        **_ENTRY,
+        "input_cost_per_token": 3e-6,
+        "cache_read_input_token_cost": 3e-7,
+        "cache_creation_input_token_cost": 3.75e-6,
+    }
+    litellm.register_model({name: entry})
+    rates = entry_rates(mapped_model_info(name))
+    assert rates is not None
+    econ = economics(name, Settings(cache_rule="breakpoints"))
+    assert (
+        (econ.input, econ.read, econ.write)
+        == (
+            rates.input,
+            rates.cache_read,
+            rates.cache_write,
+        )
+        == (3e-6, 3e-7, 3.75e-6)
+    )
+
+
+def test_a_zero_read_price_counts_as_unpriced(monkeypatch: pytest.MonkeyPatch) -> None:
+    name = "openai/ctxmw-test-economics-zero-read"
+    monkeypatch.setattr(litellm, "model_cost", dict(litellm.model_cost))
+    entry = {**_ENTRY, "input_cost_per_token": 2e-6, "cache_read_input_token_cost": 0.0}
+    litellm.register_model({name: entry})
+    assert economics(name, Settings(cache_rule="openai")).read == 2e-6 * UNPRICED_READ_SHARE

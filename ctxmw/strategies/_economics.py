@@ -5,11 +5,11 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
 
 from ctxmw._litellm import llm_provider, mapped_model_info, model_info, price_map_version
 from ctxmw.context.tokens import input_window
 from ctxmw.settings import Settings
+from ctxmw.telemetry.cost import entry_rates
 from ctxmw.telemetry.rules import cache_minimum, resolve_rule
 
 __all__ = ["DEFAULT_TTL", "Economics", "economics"]
@@ -132,17 +132,15 @@ def _prices(model: str | None) -> tuple[float | None, float | None, float | None
 
     Read afresh each call (litellm memoises a mapped entry: microseconds), so a later
     ``litellm.register_model`` that overrides a price is seen; only an unmapped model's miss,
-    which takes litellm ~0.5 ms, is remembered, per version of the price map.
+    which takes litellm ~0.5 ms, is remembered, per version of the price map. The entry is read
+    as the telemetry's cost reads it (:func:`~ctxmw.telemetry.cost.entry_rates`).
     """
     if not model or _unmapped(model, price_map_version()):
         return None, None, None
-    info = mapped_model_info(model)
-    keys = (
-        "input_cost_per_token",
-        "cache_read_input_token_cost",
-        "cache_creation_input_token_cost",
-    )
-    return _price(info, keys[0]), _price(info, keys[1]), _price(info, keys[2])
+    rates = entry_rates(mapped_model_info(model))
+    if rates is None:
+        return None, None, None
+    return _positive(rates.input), _positive(rates.cache_read), _positive(rates.cache_write)
 
 
 @lru_cache(maxsize=256)
@@ -151,6 +149,5 @@ def _unmapped(model: str, version: tuple[int, int]) -> bool:
     return not model_info(model)
 
 
-def _price(info: dict[str, Any], key: str) -> float | None:
-    value = info.get(key)
-    return float(value) if isinstance(value, int | float) and value > 0 else None
+def _positive(value: float | None) -> float | None:
+    return value if value is not None and value > 0 else None

@@ -36,7 +36,7 @@ from typing import Any
 
 from ctxmw import _litellm
 
-__all__ = ["Rates", "fast_cost"]
+__all__ = ["Rates", "entry_rates", "fast_cost"]
 
 _TIER = re.compile(
     r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost"
@@ -195,7 +195,7 @@ def _book_of(name: str, entry: Mapping[str, Any], provider: str) -> _Book | None
     info = {key: value for key, value in entry.items() if value is not None}  # unset: None
     if any(any(mark in key for mark in _OTHER_PRICING) for key, value in info.items() if value):
         return None
-    base = _rates(info, "")
+    base = entry_rates(entry)
     if base is None:
         return None
     suffixes: dict[int, str] = {}
@@ -211,6 +211,15 @@ def _book_of(name: str, entry: Mapping[str, Any], provider: str) -> _Book | None
         under = _rates(info, suffixes[threshold], under) or under
         tiers.append((threshold, under))
     return _Book(name, entry, base, tuple(tiers))
+
+
+def entry_rates(entry: Mapping[str, Any]) -> Rates | None:
+    """The base tier's rates of one litellm price entry (None: it has no input rate).
+
+    The one reading of litellm's per-token price keys: the telemetry's cost and the economic
+    schedule's prices (:mod:`ctxmw.strategies._economics`) both come from it.
+    """
+    return _rates({key: value for key, value in entry.items() if value is not None}, "")
 
 
 def _rates(info: Mapping[str, Any], suffix: str, under: Rates | None = None) -> Rates | None:
