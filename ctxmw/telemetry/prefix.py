@@ -15,16 +15,13 @@ compared with the previous one by object identity in C (see :mod:`~ctxmw.telemet
 only the messages whose object changed are digested, only digests never counted are tokenized,
 the cumulative sums of the common part are reused, and the payload digest extends the previous
 one's hash state when the previous payload is a prefix of this one. What is held between calls
-is the last payload (a list of references), its digests and counts, and a token memo bounded
-by the payload's size.
+is the last payload (a list of references), its digests and counts (a snapshot, see
+:mod:`~ctxmw.telemetry._snapshot`), and a token memo bounded by the payload's size.
 """
 
 from __future__ import annotations
 
-import hashlib
-import os
 from array import array
-from bisect import bisect_left
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
@@ -35,7 +32,20 @@ import anyio.lowlevel
 
 from ctxmw.messages._incremental import compare_prefix
 from ctxmw.messages.canonical import tools_digest
-from ctxmw.messages.form import layer_of, role_of
+from ctxmw.telemetry._snapshot import (
+    ReplyKey,
+    Snapshot,
+    extend_layers,
+    layer_totals,
+    marked_prefix,
+    payload_hash,
+    reply_key,
+    shared_text,
+    snapshot_from_json,
+    snapshot_json,
+    system_at,
+    tools_marked,
+)
 from ctxmw.telemetry.counters import (
     LiteLLMCounter,
     TokenCounter,
@@ -43,9 +53,7 @@ from ctxmw.telemetry.counters import (
     text_tokens,
 )
 from ctxmw.telemetry.digests import DigestSlots
-from ctxmw.telemetry.marks import injected_indices, within_lookback
-
-_DIGEST_SIZE = 16  # canonical.payload_digest's
+from ctxmw.telemetry.marks import injected_indices
 
 __all__ = [
     "PrefixResult",
@@ -109,21 +117,6 @@ class PrefixResult:
     marked: frozenset[int] = frozenset()
 
 
-@dataclass(frozen=True, slots=True)
-class _Snapshot:
-    messages: Sequence[Mapping[str, Any]]
-    digests: list[bytes]
-    # Machine-integer arrays, not lists of int objects: 8 bytes per message each.
-    cumulative: array[int]  # cumulative[i] = tokens of messages[:i]
-    layers: array[int]  # [3i:3i+3]: system, tool results, the rest, over messages[:i]
-    last_user: array[int]  # last_user[i] = index of the newest user message in messages[:i]
-    tools: bytes
-    tools_tokens: int
-    tools_marked: bool
-    marked: frozenset[int]
-    hashed: Any = None  # blake2b state over tools + digests (None: not kept)
-
-
 # Messages counted per loop step by count_ahead (a few milliseconds of litellm's counting, at
 # ~0.1 ms a message).
 _COUNT_CHUNK = 64
@@ -149,7 +142,7 @@ class PrefixTracker:
         self._tools_key: tuple[object, tuple[int, ...], bytes] | None = None
         self._tokens: dict[bytes, int] = {}
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
-        self._previous: _Snapshot | None = None
+        self._previous: Snapshot | None = None
         self._reply: ReplyKey | None = None
 
     def note_reply(self, reply: Mapping[str, Any] | None) -> None:
@@ -211,9 +204,9 @@ class PrefixTracker:
         if tools_changed:
             common = 0
         cumulative = self._cumulative(model, messages, digests, prev, common)
-        layers, last_user = _layers(messages, cumulative, prev, common)
+        layers, last_user = extend_layers(messages, cumulative, prev, common)
         ttokens = self._count_tools(model, tools, tdigest, view.has_system, template_tools)
-        snapshot = _Snapshot(
+        snapshot = Snapshot(
             messages,
             digests,
             cumulative,
@@ -221,9 +214,9 @@ class PrefixTracker:
             last_user,
             tdigest,
             ttokens,
-            _tools_marked(tools),
+            tools_marked(tools),
             frozenset(view.marked_positions() | injected_indices(messages, injection_points)),
-            _hashed(prev, tdigest, digests, common, tools_changed),
+            payload_hash(prev, tdigest, digests, common, tools_changed),
         )
         result = self._result(model, prev, snapshot, common, tools_changed)
         if remember:
@@ -266,37 +259,17 @@ class PrefixTracker:
         prev = self._previous
         if prev is None:
             return None
-        return {
-            "messages": [dict(m) for m in prev.messages],
-            "digests": [d.hex() for d in prev.digests],
-            "cumulative": list(prev.cumulative),
-            "layers": [list(prev.layers[i : i + 3]) for i in range(0, len(prev.layers), 3)],
-            "last_user": list(prev.last_user),
-            "tools": prev.tools.hex(),
-            "tools_tokens": prev.tools_tokens,
-            "tools_marked": prev.tools_marked,
-            "marked": sorted(prev.marked),
-        }
+        return snapshot_json(prev)
 
     def restore(self, data: Mapping[str, Any] | None) -> None:
         """Take ``data`` (from :meth:`export`) as the previous payload."""
         if data is None:
             self._previous = None
             return
-        self._previous = _Snapshot(
-            list(data["messages"]),
-            [bytes.fromhex(d) for d in data["digests"]],
-            array("q", [int(n) for n in data["cumulative"]]),
-            array("q", [int(n) for layer in data["layers"] for n in layer]),
-            array("q", [int(i) for i in data["last_user"]]),
-            bytes.fromhex(data["tools"]),
-            int(data["tools_tokens"]),
-            bool(data["tools_marked"]),
-            frozenset(int(i) for i in data["marked"]),
-        )
+        self._previous = snapshot_from_json(data)
 
     def _result(
-        self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool
+        self, model: str, prev: Snapshot | None, cur: Snapshot, common: int, tools_changed: bool
     ) -> PrefixResult:
         overhead = self._counter.overhead_tokens(model)
         prefix = 0
@@ -310,19 +283,19 @@ class PrefixTracker:
             first_diff=None if prev is None else common,
             broke=broke,
             tools_changed=tools_changed,
-            marked_prefix_tokens=_marked_prefix(prev, cur, common, tools_changed),
+            marked_prefix_tokens=marked_prefix(prev, cur, common, tools_changed),
             payload_digest=cur.hashed.hexdigest(),
             message_digests=cur.digests,
-            layer_tokens=_layer_totals(cur),
+            layer_tokens=layer_totals(cur),
             cumulative_tokens=cur.cumulative,
             tools_tokens=cur.tools_tokens,
             partial_tokens=self._partial(model, prev, cur, common, broke and not tools_changed),
             reply_tokens=0 if broke else self._reply_tokens(cur, common),
-            system_changed=broke and not tools_changed and _system_at(prev, cur, common),
+            system_changed=broke and not tools_changed and system_at(prev, cur, common),
             marked=cur.marked,
         )
 
-    def _reply_tokens(self, cur: _Snapshot, common: int) -> int:
+    def _reply_tokens(self, cur: Snapshot, common: int) -> int:
         if self._reply is None or common >= len(cur.messages):
             return 0
         if reply_key(cur.messages[common]) != self._reply:
@@ -330,7 +303,7 @@ class PrefixTracker:
         return cur.cumulative[common + 1] - cur.cumulative[common]
 
     def _partial(
-        self, model: str, prev: _Snapshot | None, cur: _Snapshot, common: int, measure: bool
+        self, model: str, prev: Snapshot | None, cur: Snapshot, common: int, measure: bool
     ) -> int:
         if not measure or prev is None or common >= min(len(prev.messages), len(cur.messages)):
             return 0
@@ -342,7 +315,7 @@ class PrefixTracker:
         model: str,
         messages: Sequence[Mapping[str, Any]],
         digests: list[bytes],
-        prev: _Snapshot | None,
+        prev: Snapshot | None,
         common: int,
     ) -> array[int]:
         # The common part's sums are the previous call's: only the rest is looked up and added.
@@ -387,87 +360,6 @@ class PrefixTracker:
         return self._tools_tokens[key]
 
 
-def _layers(
-    messages: Sequence[Mapping[str, Any]],
-    cumulative: array[int],
-    prev: _Snapshot | None,
-    common: int,
-) -> tuple[array[int], array[int]]:
-    """Per-layer running sums and the newest user message, extended past the common prefix."""
-    layers = prev.layers[: 3 * (common + 1)] if prev is not None else array("q", [0, 0, 0])
-    last_user = prev.last_user[: common + 1] if prev is not None else array("q", [-1])
-    # Running sums in locals, the arrays extended once: a first call walks every message.
-    system, tool, rest = layers[-3:]
-    newest, sums, users = last_user[-1], list[int](), list[int]()
-    for i in range(common, len(messages)):
-        message, tokens = messages[i], cumulative[i + 1] - cumulative[i]
-        # The newest user message's tokens move from history to current in _layer_totals.
-        layer = layer_of(message, current=False)
-        if layer == "system":
-            system += tokens
-        elif layer == "tool_results":
-            tool += tokens
-        else:
-            rest += tokens
-        sums += (system, tool, rest)
-        newest = i if role_of(message) == "user" else newest
-        users.append(newest)
-    layers.extend(sums)
-    last_user.extend(users)
-    return layers, last_user
-
-
-def _hashed(
-    prev: _Snapshot | None, tools: bytes, digests: list[bytes], common: int, tools_changed: bool
-) -> Any:
-    """The payload's hash state: the previous one extended when the previous payload is a
-    prefix of this one (the usual call), else hashed from the start."""
-    extends = prev is not None and not tools_changed and common == len(prev.digests)
-    if prev is not None and prev.hashed is not None and extends:
-        hashed = prev.hashed.copy()
-        hashed.update(b"".join(digests[common:]))
-        return hashed
-    hashed = hashlib.blake2b(tools, digest_size=_DIGEST_SIZE)
-    hashed.update(b"".join(digests))
-    return hashed
-
-
-def _layer_totals(cur: _Snapshot) -> dict[str, int]:
-    system, tool, rest = cur.layers[-3:]
-    newest = cur.last_user[-1]
-    current = cur.cumulative[newest + 1] - cur.cumulative[newest] if newest >= 0 else 0
-    return {"system": system, "history": rest - current, "tool_results": tool, "current": current}
-
-
-ReplyKey = tuple[str, str, tuple[tuple[str, str], ...]]
-"""What makes two assistant messages the same reply: role, text, (tool name, arguments)."""
-
-
-def reply_key(message: Mapping[str, Any]) -> ReplyKey:
-    """A message's reply identity, blind to key order, ``None`` fields and object types."""
-    calls = []
-    for call in _field(message, "tool_calls") or ():
-        function = _field(call, "function")
-        name, arguments = _field(function, "name"), _field(function, "arguments")
-        calls.append((str(name or ""), str(arguments or "")))
-    content = _field(message, "content")
-    text = content if isinstance(content, str) else ""
-    return str(_field(message, "role") or ""), text, tuple(calls)
-
-
-def _field(obj: Any, key: str) -> Any:
-    return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
-
-
-def _system_at(prev: _Snapshot | None, cur: _Snapshot, index: int) -> bool:
-    roles = [
-        payload.messages[index].get("role")
-        for payload in (prev, cur)
-        if payload is not None and index < len(payload.messages)
-    ]
-    return any(role in ("system", "developer") for role in roles)
-
-
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
     """Length of the longest common prefix of two digest lists.
 
@@ -476,37 +368,3 @@ def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) ->
     messages share their digest objects, else a bisection of slice comparisons.
     """
     return compare_prefix(previous, current)
-
-
-def shared_text(previous: Mapping[str, Any], current: Mapping[str, Any]) -> str:
-    """The leading text two messages of the same role share, cut back to a word boundary.
-
-    Only string contents count. The cut keeps the estimate on the safe side: a tokenizer may
-    join the last shared characters with the first differing ones into one token.
-    """
-    a, b = previous.get("content"), current.get("content")
-    if previous.get("role") != current.get("role") or not isinstance(a, str):
-        return ""
-    if not isinstance(b, str):
-        return ""
-    common = os.path.commonprefix([a, b])  # noqa: RUF071 - text, not paths
-    if common in (a, b):
-        return common
-    return common[: max(common.rfind(" "), common.rfind("\n"), 0)]
-
-
-def _marked_prefix(prev: _Snapshot | None, cur: _Snapshot, common: int, tools_changed: bool) -> int:
-    """Tokens up to the latest previous-call mark in the common prefix that a mark of this
-    call finds within the provider's 20-block lookback (an entry nobody looks up is not read)."""
-    if prev is None or tools_changed:
-        return 0
-    marks = sorted(cur.marked)
-    for entry in sorted((i for i in prev.marked if i < common), reverse=True):
-        after = bisect_left(marks, entry)
-        if after < len(marks) and within_lookback(cur.messages, entry, marks[after]):
-            return cur.tools_tokens + cur.cumulative[entry + 1]
-    return cur.tools_tokens if prev.tools_marked and cur.tools_tokens else 0
-
-
-def _tools_marked(tools: Sequence[Mapping[str, Any]] | None) -> bool:
-    return any(isinstance(tool, Mapping) and tool.get("cache_control") for tool in tools or ())
