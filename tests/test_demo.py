@@ -73,9 +73,9 @@ def test_provider_refuses_other_routes() -> None:
 
 def test_tools_read_real_files_and_stay_inside_the_tree() -> None:
     box = ToolBox(ROOT)
-    assert "settings.py" in box.list_files(".")
-    assert "class Settings" in box.read_file("settings.py", start=1, lines=400)
-    assert "settings.py:" in box.grep("class Settings", ".")
+    assert "settings/_model.py" in box.list_files("settings")
+    assert "class Settings" in box.read_file("settings/_model.py", start=1, lines=400)
+    assert "settings/_model.py:" in box.grep("class Settings", ".")
     with pytest.raises(ValueError, match="outside"):
         box.read_file("../../etc/passwd")
 
