@@ -27,6 +27,7 @@ from bench_economics import session
 from ctxmw.messages.pairs import index_tools
 from ctxmw.replay import call_points
 from ctxmw.settings import Settings, resolve_settings
+from ctxmw.strategies import _economic_schedule as pure
 from ctxmw.strategies import shorten_tools_economic as economic
 from ctxmw.strategies._economic_memo import FoldState
 
@@ -39,7 +40,7 @@ def schedule(
     """Cost x none and the move indices of the economic schedule."""
     state, moves = FoldState(), []
     for i, point in enumerate(points):
-        after = economic._step(state, point, sizes, econ, s, ())
+        after = pure.step(state, point, sizes, econ, s, ())
         if after.moves > state.moves:
             moves.append(i)
         state = after
@@ -60,16 +61,16 @@ def cheapest(
     for i, point in enumerate(points):
         n = sizes.calls_before(point)
         plain = sizes.prompt(point, 0, s)
-        baseline += economic._cost(econ, plain, plain_before)
+        baseline += pure.prompt_cost(econ, plain, plain_before)
         plain_before = plain
         moved = sizes.prompt(point, n, s)
         after: dict[int, tuple[float, float, tuple[int, ...]]] = {}
         best: tuple[float, float, tuple[int, ...]] | None = None
         for boundary, (cost, before, path) in states.items():
             stay = sizes.prompt(point, boundary, s)
-            after[boundary] = (cost + economic._cost(econ, stay, before), stay, path)
+            after[boundary] = (cost + pure.prompt_cost(econ, stay, before), stay, path)
             if moved < stay:
-                move = cost + economic._cost(econ, moved, min(head, before))
+                move = cost + pure.prompt_cost(econ, moved, min(head, before))
                 if best is None or move < best[0]:
                     best = (move, moved, (*path, i))
         within = best is not None and (guard is None or best[0] <= guard * baseline)
