@@ -7,7 +7,7 @@ wrap or convert anything, so unknown keys (``cache_control``, ``thinking_blocks`
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeAlias
@@ -59,6 +59,9 @@ class StrategyContext:
             the first ``inbox`` run takes it out of the list, a later one lists again.
         chain: the names of the strategies this call runs, in order (set by the chain runner;
             ``shorten_tools_economic`` reads whether ``cache_breakpoints`` comes after it).
+        cache_control_injection_points: the call's own ``cache_control_injection_points``:
+            litellm marks those messages after the strategies ran, so ``cache_breakpoints``
+            counts them against the provider's limit of four.
     """
 
     settings: Settings
@@ -73,3 +76,4 @@ class StrategyContext:
     now: float | None = None
     inbox_listing: list[tuple[Path, list[FileEntry]]] = field(default_factory=list)
     chain: tuple[str, ...] = ()
+    cache_control_injection_points: Sequence[Mapping[str, Any]] = ()

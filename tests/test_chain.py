@@ -87,8 +87,10 @@ async def test_user_list_replaces_the_default_rather_than_merging(
 def test_default_list_is_the_spec_default() -> None:
     s = ctxmw.Settings()
     names = [name for name, _ in ctxmw.strategies._chain.resolve_strategies(None, s)]
-    # Issue 12 made the economic schedule the default (the spec table follows the issue).
-    assert names == ["shorten_tools_economic", "inbox"]
+    # Issue 12 made the economic schedule the default (the spec table follows the issue);
+    # cache_breakpoints closes it, so a Claude session caches with no list of its own (it
+    # leaves implicitly caching providers' prompts alone).
+    assert names == ["shorten_tools_economic", "inbox", "cache_breakpoints"]
 
 
 async def test_async_strategies_are_awaited() -> None:

@@ -121,6 +121,7 @@ class CtxmwProxyHook(CustomLogger):
             settings=pending.settings,
             model=str(kwargs.get("model") or ""),
             memo=entry.memo_for(setup),
+            cache_control_injection_points=kwargs.get("cache_control_injection_points") or (),
         )
         chain = [
             _fleet_inbox(pending.notes) if n == "inbox" else (n, s) for n, s in pending.strategies

@@ -100,7 +100,7 @@ async def replay(
         transcripts: message lists, or a mapping of names (paths) to message lists.
         strategy_lists: each a comma-separated string (``"shorten_tools_epoch,cache_breakpoints"``)
             or a list of names; ``"none"`` (the baseline) is added when missing; ``"default"``
-            is the default strategy list (``shorten_tools_economic,inbox``).
+            is the default strategy list (``shorten_tools_economic,inbox,cache_breakpoints``).
         model: the litellm model whose prices (and tokenizer) are used for all caching models.
         window: the context window for ``over_window_calls``; default: the model's input window.
         counter: counts tokens; default litellm's ``token_counter`` (``ApproxCounter`` is fast).

@@ -544,6 +544,7 @@ class Session:
             now=self._clock(),
             inbox_listing=[turn.listing] if turn.listing else [],
             chain=self._chain,  # as the chain runner would set it: no copy of the context
+            cache_control_injection_points=self._kwargs.get("cache_control_injection_points") or (),
         )
         turn.listing = None
         self._memo[GROWN_SLOT] = turn.working  # it only grows: the chain's kept head holds

@@ -25,7 +25,7 @@ __all__ = [
 ]
 
 ENV_PREFIX = "CTXMW_"
-DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox")
+DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
 DEFAULT_COMPACTION_NOTICE = (
     "[Context note from ctxmw] To fit the context window, older tool activity in this "
@@ -59,7 +59,7 @@ class Settings(BaseSettings):
     prompt_strategies: str | None = Field(
         default=None,
         description="Comma-separated strategy names used when a call passes none "
-        "(default: shorten_tools_economic,inbox).",
+        "(default: shorten_tools_economic,inbox,cache_breakpoints).",
     )
     full_tool_calls: int = Field(
         0, ge=0, description="shorten_tools: newest call arguments kept full."

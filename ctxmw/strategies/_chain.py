@@ -39,8 +39,8 @@ async def prepare_prompt(
         messages: the full-fidelity transcript (OpenAI-format dicts; litellm ``Message``
             objects are read as the dicts they dump to).
         prompt_strategies: ``None`` (the ``CTXMW_PROMPT_STRATEGIES`` setting, else
-            ``shorten_tools_economic,inbox``), ``"a,b"``, a callable, a list mixing names
-            and callables, or ``"none"``.
+            ``shorten_tools_economic,inbox,cache_breakpoints``), ``"a,b"``, a callable, a list
+            mixing names and callables, or ``"none"``.
         save_file: the conversation's transcript path; strategies such as ``inbox`` use it.
         settings: a ``Settings`` or a mapping of overrides; unset keys come from the environment.
         model: the litellm model name, passed to strategies.

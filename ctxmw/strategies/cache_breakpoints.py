@@ -4,7 +4,9 @@ Providers that cache only at explicit breakpoints read a cached prefix only up t
 ``cache_control``, four marks at most per request, and look for an earlier cache entry at most
 20 blocks before each mark. The plan (:func:`ctxmw.telemetry.marks.plan_marks`), newest first,
 within the four, counting the marks already there (the caller's own, and those litellm adds
-from ``cache_control_injection_points`` when the strategy is built with them):
+from ``cache_control_injection_points``: the call's own, which a session hands the strategies
+in ``ctx``, and those the strategy is built with). It runs last in the default chain, so a
+Claude session caches without a strategy list of its own:
 
 1. the last message, with the default 5-minute TTL: the next call extends this prompt;
 2. the end of the stable prefix (the last message before the current epoch's new calls), with
@@ -69,7 +71,9 @@ class CacheBreakpoints:
         """Return ``messages`` with the planned marks (see the module docstring)."""
         if not messages or not ctx.model or not uses_breakpoints(ctx.model):
             return messages
-        injected = injected_indices(messages, self.injection_points)
+        injected = injected_indices(messages, self.injection_points) | injected_indices(
+            messages, ctx.cache_control_injection_points
+        )
         marks, marked = _existing_marks(messages, ctx.memo)
         budget = MAX_BREAKPOINTS - marks - len(injected)
         taken = injected | marked
