@@ -105,7 +105,12 @@ class PendingShape:
         side: bool = False,
     ) -> None:
         self.tools = tools
-        self._lists = [(slot, list(items)) for slot, items in _slots(transcript, trace, side)]
+        # One copy per list object: a strategy that passes its input on hands the same list on.
+        copies: dict[int, list[Any]] = {}
+        self._lists = [
+            (slot, copies.get(id(items)) or copies.setdefault(id(items), list(items)))
+            for slot, items in _slots(transcript, trace, side)
+        ]
         self._names = [name for name, _ in trace or ()]
         self._shape: CallShape | None = None
         for slot, _ in self._lists:
