@@ -18,7 +18,10 @@ transcripts (output medians 214 and 283 characters, log-sd 2.0 and 1.5; argument
 
 The ``auto`` column replays the default with ``cache_rule=openai`` (the session's caching rule is
 one of its inputs); the breakpoint columns with the model's own rule, the ``breakpoints`` column
-with ``economic_head_mark=True`` (its client runs ``cache_breakpoints``, which marks the head).
+with ``economic_head_mark=True`` (its client runs ``cache_breakpoints``, which marks the head: the
+default chain does, and the schedule infers it), the ``end_breakpoint`` column with
+``economic_head_mark=False`` (its client marks only each prompt's end, so a move rewrites the
+head); the visible results are the latter replay's.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ from ctxmw.replay.caching import CACHING_MODELS
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter, TokenCounter
 from ctxmw.types import Messages
 
+END_ONLY = {"economic_head_mark": False}
+"""The main replay's client marks only each prompt's end (the ``end_breakpoint`` column)."""
 LISTS = [
     "default",
     "shorten_tools",
@@ -197,7 +202,7 @@ async def measure(
     started = time.perf_counter()
     for name, messages in transcripts.items():
         one = {name: messages}
-        main = await replay(one, LISTS, model=model, counter=counter)
+        main = await replay(one, LISTS, model=model, counter=counter, settings=END_ONLY)
         row = _conversation(main)
         for variant in ("", *variants):
             await _default_row(row, one, model, counter, variant)
@@ -222,7 +227,8 @@ async def _default_row(
     label = f"default [{variant}]" if variant else "default"
     kwargs: dict[str, Any] = {"model": model, "counter": counter, "optimal": False}
     if overrides:  # the default itself is already in the main replay
-        figures = (await replay(one, ["default"], settings=overrides, **kwargs)).strategies
+        unmarked = {**END_ONLY, **overrides}
+        figures = (await replay(one, ["default"], settings=unmarked, **kwargs)).strategies
         row.cost[label] = dict(figures["default"].cost)
         row.visible[label] = (
             figures["default"].retention.full + figures["default"].retention.compacted
