@@ -260,32 +260,12 @@ class CallRecorder:
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
         side = kind != "agent"
-        tools_digest = self._tracker.tools_digest(tools)
-        shape = PendingShape(self._digests, tools_digest, transcript, trace, side=side)
-        try:
-            prefix = await self._observe(
-                model,
-                messages,
-                tools,
-                kw.get("cache_control_injection_points"),
-                # A chat template renders the tools only on a self-hosted server cached as such;
-                # a custom api_base declared OpenAI-like (cache_rule="openai") counts as OpenAI.
-                rule == "exact" and self_hosted(provider, endpoint(kw)),
-                remember=not side,
-            )
-            bust = await self._bust(shape, prefix)
-        finally:  # the call's lookups by object id never outlive it, whatever happened
-            self._digests.end_call("side:" if side else "")
+        shape = PendingShape(
+            self._digests, self._tracker.tools_digest(tools), transcript, trace, side=side
+        )
+        prefix, bust = await self._measure(model, messages, tools, kw, rule, provider, shape, side)
         usage = _read(response, stream)
         self._tracker.note_reply(reply_of(response))
-        expected = expected_cached_tokens(
-            rule,
-            prefix_tokens=prefix.prefix_tokens,
-            marked_prefix_tokens=prefix.marked_prefix_tokens,
-            minimum=cache_minimum(rule, model, provider or None),
-            partial_tokens=prefix.partial_tokens,
-            reply_tokens=prefix.reply_tokens,
-        )
         if not side:
             self._shape = shape
         record = CallRecord(
@@ -303,7 +283,7 @@ class CallRecorder:
             epoch=_epoch(stats),
             prompt_tokens_local=prefix.prompt_tokens,
             prefix_tokens_local=prefix.prefix_tokens,
-            expected_cached_tokens=min(expected, prefix.prompt_tokens),
+            expected_cached_tokens=_expected(rule, model, provider, prefix),
             prompt_tokens=prefix.prompt_tokens if usage.estimated else usage.prompt_tokens,
             cache_read_tokens=None if usage.estimated else usage.cache_read_tokens,
             cache_write_tokens=None if usage.estimated else usage.cache_write_tokens,
@@ -318,6 +298,37 @@ class CallRecorder:
             cache_marks=payload_marks(messages, tools, indices=prefix.marked),
             prompt_cache_key=_key(kw.get("prompt_cache_key")),
         )
+        return self._with_alerts(record)
+
+    async def _measure(
+        self,
+        model: str,
+        messages: list[Any],
+        tools: Any,
+        kw: Mapping[str, Any],
+        rule: str,
+        provider: str,
+        shape: PendingShape,
+        side: bool,
+    ) -> tuple[PrefixResult, Bust | None]:
+        """The payload's prefix against the previous call's and, when it broke, what moved it."""
+        try:
+            prefix = await self._observe(
+                model,
+                messages,
+                tools,
+                kw.get("cache_control_injection_points"),
+                # A chat template renders the tools only on a self-hosted server cached as such;
+                # a custom api_base declared OpenAI-like (cache_rule="openai") counts as OpenAI.
+                rule == "exact" and self_hosted(provider, endpoint(kw)),
+                remember=not side,
+            )
+            return prefix, await self._bust(shape, prefix)
+        finally:  # the call's lookups by object id never outlive it, whatever happened
+            self._digests.end_call("side:" if side else "")
+
+    def _with_alerts(self, record: CallRecord) -> tuple[CallRecord, bytes]:
+        """The record with the alerts it made fire, and its ledger line (empty without one)."""
         data = record.to_dict()
         alerts = self._alerts.observe(data) if self.settings.alerts else ()
         if alerts:  # rare: a rule fired
@@ -363,6 +374,19 @@ class CallRecorder:
             await self._tracker.count_ahead(model, messages, remember)
         args = (model, messages, tools, injection_points, template_tools, remember)
         return self._tracker.observe(*args, end_call=False)  # ended once the bust is named
+
+
+def _expected(rule: str, model: str, provider: str, prefix: PrefixResult) -> int:
+    """The cached tokens the provider's rule leads to expect, at most the prompt."""
+    expected = expected_cached_tokens(
+        rule,
+        prefix_tokens=prefix.prefix_tokens,
+        marked_prefix_tokens=prefix.marked_prefix_tokens,
+        minimum=cache_minimum(rule, model, provider or None),
+        partial_tokens=prefix.partial_tokens,
+        reply_tokens=prefix.reply_tokens,
+    )
+    return min(expected, prefix.prompt_tokens)
 
 
 def round_latency(seconds: float) -> float:
