@@ -181,7 +181,7 @@ class Session:
         self._unsent: Messages = []  # a failed turn's input that no round committed
         self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
-        self._busy = anyio.Lock()
+        self._busy = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop step a turn
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         # The last turn's working list and the transcript list it grew beside (see _working).
         self._last: tuple[Messages, Messages] | None = None
