@@ -247,3 +247,26 @@ async def test_a_replica_keeps_each_conversations_memo_between_requests(
     assert memos[0] is memos[2]
     assert memos[1] is not memos[0]
     assert memos[2]  # the strategies cached what they derived from the history
+
+
+async def test_the_deployments_injection_points_count_against_the_mark_limit() -> None:
+    """litellm marks ``cache_control_injection_points`` after the hook: cache_breakpoints
+    leaves room for them (a Claude deployment, the default chain's closing step)."""
+    from ctxmw.telemetry.marks import MAX_BREAKPOINTS, count_marks, injected_indices
+    from tests._synthetic import session as synthetic
+
+    points = [{"location": "message", "role": "system"}]
+    hook = make_hook(MemoryState(), settings={"prompt_strategies": "cache_breakpoints"})
+    messages, _ = synthetic(120)
+    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_call_id": "c1"}
+    await hook.async_pre_call_hook(Key(), None, data, "acompletion")
+    kwargs = {
+        "model": "anthropic/claude-sonnet-4-5",
+        "messages": messages,
+        "litellm_call_id": "c1",
+        "cache_control_injection_points": points,
+    }
+    sent = await hook.async_pre_call_deployment_hook(kwargs, None)
+    assert sent is not None
+    own = sum(map(count_marks, sent["messages"]))
+    assert own == MAX_BREAKPOINTS - len(injected_indices(sent["messages"], points))
