@@ -166,10 +166,11 @@ class Session:
         self._kwargs = completion_kwargs
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
-        # The inbox the real ``inbox`` strategy reads, listed in the turn's trips (None: none).
+        # Whether the turn's trips list the inbox the real ``inbox`` strategy reads. Its folder
+        # is made in the trip (a path is two tracked objects each full gc pass walks).
         lists = any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
-        self._inbox = inbox_dir(self._path) if self._path is not None and lists else None
+        self._lists_inbox = self._path is not None and lists
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
@@ -404,19 +405,19 @@ class Session:
         if file is None:
             self._loaded = True
             return None
-        folder, loaded = self._inbox, self._loaded
+        lists, loaded = self._lists_inbox, self._loaded
 
-        def work() -> tuple[bool, list[FileEntry] | None]:
+        def work() -> tuple[bool, tuple[Path, list[FileEntry]] | None]:
             if lock is not None:
                 lock.acquire_now()
             stale = not loaded or file.changed_now()
-            return stale, list_for_delivery(folder) if folder is not None else None
+            return stale, _list_inbox(file.path) if lists else None
 
-        stale, entries = await to_thread.run_sync(work)
+        stale, listing = await to_thread.run_sync(work)
         if stale:
             await self._reload()
         self._loaded = True
-        return (folder, entries) if folder is not None and entries is not None else None
+        return listing
 
     async def _begin(self, history: Sequence[Any] | None, lock: SaveFileLock | None) -> Turn:
         listing = await self._open(lock)
@@ -651,10 +652,10 @@ class Session:
         file, notes = self._file, self._notes
         data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
-        folder = self._inbox if file is not None and not last else None
+        lists = file is not None and self._lists_inbox and not last
         ledger = self._recorder.take_held() if self._recorder is not None else None
 
-        def work() -> list[FileEntry] | None:
+        def work() -> tuple[Path, list[FileEntry]] | None:
             try:
                 if file is not None and data:
                     file.write_now(data)
@@ -664,11 +665,10 @@ class Session:
             notes.settle_now()
             if lock is not None:
                 lock.release_now()
-            return list_for_delivery(folder) if folder is not None else None
+            return _list_inbox(file.path) if lists and file is not None else None
 
-        if data or notes.held or lock is not None or folder is not None or ledger is not None:
-            entries = await to_thread.run_sync(work)
-            turn.listing = (folder, entries) if folder is not None and entries is not None else None
+        if data or notes.held or lock is not None or lists or ledger is not None:
+            turn.listing = await to_thread.run_sync(work)
         self._unsaved = []
 
     async def _flush_ledger(self) -> None:
@@ -711,6 +711,12 @@ def _write_ledger(job: Callable[[], None]) -> None:
         logger.warning(
             "ctxmw could not write the telemetry ledger; the call went on.", exc_info=True
         )
+
+
+def _list_inbox(save_file: Path) -> tuple[Path, list[FileEntry]]:
+    """Worker thread: the inbox folder of ``save_file`` and its entries, for the strategy."""
+    folder = inbox_dir(save_file)
+    return folder, list_for_delivery(folder)
 
 
 def _after_unsent(unsent: Messages, given: Messages) -> Messages:
