@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxmw.telemetry import ApproxCounter, CallRecorder
+from ctxmw.telemetry import ApproxCounter, CallRecorder, LedgerWriter
 from tests._tracked import tracked_reachable
 
 pytestmark = pytest.mark.anyio
@@ -70,4 +70,18 @@ async def test_what_the_recorder_keeps_for_the_collector_is_bounded(tmp_path: An
         transcript = [*transcript, {"role": "assistant", "content": f"answer {k}"}]
     gc.collect()
     kept = tracked_reachable(recorder, [*transcript, recorder.settings, recorder.logger])
-    assert sum(kept.values()) <= 45, kept
+    assert sum(kept.values()) <= 36, kept
+
+
+async def test_a_ledger_writer_keeps_nothing_for_the_collector_until_it_writes(
+    tmp_path: Any,
+) -> None:
+    """Its path is a string and its lock is made by its first write of its own: a session's
+    lines go out in the runtime's trip (``append_now``), which needs neither."""
+    writer = LedgerWriter(tmp_path / "a.ledger.jsonl")
+    writer.append_now(b'{"a": 1}\n')
+    gc.collect()
+    assert tracked_reachable(writer) == {"LedgerWriter": 1}
+    await writer.write_line(b'{"b": 2}\n')
+    assert writer.path == tmp_path / "a.ledger.jsonl"
+    assert writer.path.read_bytes() == b'{"a": 1}\n{"b": 2}\n'
