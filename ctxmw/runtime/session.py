@@ -175,12 +175,14 @@ class Session:
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
         # normal keys by message object: the next call compares only what is new.
-        self._hint: Messages = []
+        # Empty, these are the shared empty tuple: an empty list is one more tracked object
+        # per session that every full gc pass walks.
+        self._hint: Sequence[Message] = ()
         self._keys: dict[int, tuple[Any, str]] = {}
         self._loaded = False
-        self._pending: Messages = []
-        self._unsent: Messages = []  # a failed turn's input that no round committed
-        self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
+        self._pending: Sequence[Message] = ()
+        self._unsent: Sequence[Message] = ()  # a failed turn's input that no round committed
+        self._unsaved: Sequence[tuple[Messages, Any, list[bool]]] = ()  # not yet on disk
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock()
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
@@ -296,7 +298,7 @@ class Session:
                 given = []
             staged = _after_unsent(self._unsent, given)
             turn.stage(staged)
-            self._unsent = []
+            self._unsent = ()
             try:
                 return await self._loop(turn)
             except BaseException:
@@ -453,7 +455,7 @@ class Session:
         """
         hint = self._hint
         same = common_prefix(hint, history) if hint else 0
-        if not same:
+        if not same or not isinstance(hint, list):  # no hint: the empty tuple
             return message_dicts(history), 0
         given = hint[:same]
         given += message_dicts(history[same:])
@@ -496,7 +498,7 @@ class Session:
         if self._file is not None:
             self._messages = await self._file.load()
             self._ours = list(self._file.ours)
-            self._hint, self._keys = [], {}
+            self._hint, self._keys = (), {}
             if self._unsaved:
                 logger.warning(
                     "%s was changed by another writer; %d write(s) that could not be made "
@@ -504,7 +506,7 @@ class Session:
                     self._path,
                     len(self._unsaved),
                 )
-                self._unsaved = []
+                self._unsaved = ()
 
     async def _loop(self, turn: Turn) -> Any:
         for round_ in range(self.max_rounds):
@@ -643,7 +645,7 @@ class Session:
             if turn.hint is not None:  # the caller's messages now line up with the record's
                 self._hint, turn.hint = turn.hint, None
             if self._file is not None and (new or edit is not None):
-                self._unsaved.append((new, edit, ours))
+                self._unsaved = [*self._unsaved, (new, edit, ours)]
             await self._write_out(turn, last=last)
 
     async def _write_out(self, turn: Turn, *, last: bool) -> None:
@@ -669,7 +671,7 @@ class Session:
 
         if data or notes.held or lock is not None or lists or ledger is not None:
             turn.listing = await to_thread.run_sync(work)
-        self._unsaved = []
+        self._unsaved = ()
 
     async def _flush_ledger(self) -> None:
         """Write the ledger lines no commit took (a turn that failed after a call was recorded)."""
@@ -685,8 +687,8 @@ class Session:
         names = {call_name(c) for c in calls}
         return not names & self.tools.declared
 
-    def _take_pending(self) -> Messages:
-        out, self._pending = self._pending, []
+    def _take_pending(self) -> Sequence[Message]:
+        out, self._pending = self._pending, ()
         return out
 
 
@@ -719,7 +721,7 @@ def _list_inbox(save_file: Path) -> tuple[Path, list[FileEntry]]:
     return folder, list_for_delivery(folder)
 
 
-def _after_unsent(unsent: Messages, given: Messages) -> Messages:
+def _after_unsent(unsent: Sequence[Message], given: Messages) -> Messages:
     """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
     retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
     return given if retry or not unsent else [*unsent, *given]
