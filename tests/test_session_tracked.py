@@ -84,4 +84,4 @@ async def test_a_call_waiting_for_its_model_holds_few_more(tmp_path: Path) -> No
         gate.set()
     between = _kept(session, completion)
     held = sum(in_flight.values()) - sum(between.values())
-    assert held <= 68, in_flight - between
+    assert held <= 61, in_flight - between

@@ -47,7 +47,6 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import time
@@ -510,7 +509,10 @@ class Session:
 
     async def _loop(self, turn: Turn) -> Any:
         for round_ in range(self.max_rounds):
-            response, message = await self._round(turn, round_)
+            # Not a coroutine of its own: each is one more tracked object per call in flight.
+            response, _ = await self._send(turn, round_)
+            message = response_message(response)
+            turn.add_round([message])
             calls = tool_calls_of(message)
             if not calls or not self._runnable(calls):
                 await self._commit(turn, last=True)
@@ -522,12 +524,6 @@ class Session:
         save_file = str(self._path) if self._path is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
 
-    async def _round(self, turn: Turn, round_: int) -> tuple[Any, Message]:
-        response, _ = await self._send(turn, round_)
-        message = response_message(response)
-        turn.add_round([message])
-        return response, message
-
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
@@ -535,7 +531,7 @@ class Session:
         # joined it, the telemetry record: a pointer copy, the round's only per-message work
         # outside the strategies and the telemetry.
         snapshot = list(turn.working)
-        side = functools.partial(self._side_call, snapshot, round_)
+        side = _SideCall(self, snapshot, round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
@@ -690,6 +686,20 @@ class Session:
     def _take_pending(self) -> Sequence[Message]:
         out, self._pending = self._pending, ()
         return out
+
+
+@dataclass(slots=True)
+class _SideCall:
+    """``StrategyContext.completion`` for one round: :meth:`Session._side_call` on its
+    transcript. One tracked object where a ``functools.partial`` of a bound method is three,
+    held through every call in flight."""
+
+    session: Session
+    transcript: Messages
+    round: int
+
+    def __call__(self, **kwargs: Any) -> Awaitable[Any]:
+        return self.session._side_call(self.transcript, self.round, **kwargs)
 
 
 @dataclass(slots=True)
