@@ -14,6 +14,7 @@ from typing import Any
 
 import anyio
 import pytest
+from anyio import to_thread
 
 import ctxmw
 from ctxmw import testing
@@ -85,3 +86,24 @@ async def test_a_call_waiting_for_its_model_holds_few_more(tmp_path: Path) -> No
     between = _kept(session, completion)
     held = sum(in_flight.values()) - sum(between.values())
     assert held <= 61, in_flight - between
+
+
+async def test_a_turns_worker_trips_carry_no_closure(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With a thousand sessions most calls wait for a worker thread (anyio runs 40 trips at
+    once): each trip is a module function and its arguments, not a closure whose cells (one
+    tracked object per captured name) the waiting call would hold."""
+    trips: list[Any] = []
+    run_sync = to_thread.run_sync
+
+    async def spy(func: Any, *args: Any, **kwargs: Any) -> Any:
+        trips.append(func)
+        return await run_sync(func, *args, **kwargs)
+
+    monkeypatch.setattr(to_thread, "run_sync", spy)
+    session = ctxmw.Session(MODEL, save_file=tmp_path / "a.jsonl", completion=_Instant())
+    for k in range(2):
+        await session.ask(f"step {k}")
+    assert len(trips) >= 4  # the trip before each turn, and its commit's
+    assert [f for f in trips if getattr(f, "__closure__", None) is not None] == []

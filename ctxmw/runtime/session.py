@@ -406,15 +406,11 @@ class Session:
         if file is None:
             self._loaded = True
             return None
-        lists, loaded = self._lists_inbox, self._loaded
-
-        def work() -> tuple[bool, tuple[Path, list[FileEntry]] | None]:
-            if lock is not None:
-                lock.acquire_now()
-            stale = not loaded or file.changed_now()
-            return stale, _list_inbox(file.path) if lists else None
-
-        stale, listing = await to_thread.run_sync(work)
+        # A module function and its arguments, not a closure: a closure's cells are tracked
+        # objects held by every call waiting for a worker thread.
+        stale, listing = await to_thread.run_sync(
+            _open_now, file, lock, self._loaded, self._lists_inbox
+        )
         if stale:
             await self._reload()
         self._loaded = True
@@ -652,21 +648,10 @@ class Session:
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
         lists = file is not None and self._lists_inbox and not last
         ledger = self._recorder.take_held() if self._recorder is not None else None
-
-        def work() -> tuple[Path, list[FileEntry]] | None:
-            try:
-                if file is not None and data:
-                    file.write_now(data)
-            finally:  # after the fsync, still under the lock; a failure is only logged
-                if ledger is not None:
-                    _write_ledger(ledger)
-            notes.settle_now()
-            if lock is not None:
-                lock.release_now()
-            return _list_inbox(file.path) if lists and file is not None else None
-
         if data or notes.held or lock is not None or lists or ledger is not None:
-            turn.listing = await to_thread.run_sync(work)
+            turn.listing = await to_thread.run_sync(
+                _commit_now, file, data, ledger, notes, lock, lists
+            )
         self._unsaved = ()
 
     async def _flush_ledger(self) -> None:
@@ -723,6 +708,38 @@ def _write_ledger(job: Callable[[], None]) -> None:
         logger.warning(
             "ctxmw could not write the telemetry ledger; the call went on.", exc_info=True
         )
+
+
+def _open_now(
+    file: TranscriptFile, lock: SaveFileLock | None, loaded: bool, lists: bool
+) -> tuple[bool, tuple[Path, list[FileEntry]] | None]:
+    """Worker thread, the trip before a turn (see ``Session._open``): take the lock, whether
+    the file must be read, and the inbox listing when ``lists``."""
+    if lock is not None:
+        lock.acquire_now()
+    stale = not loaded or file.changed_now()
+    return stale, _list_inbox(file.path) if lists else None
+
+
+def _commit_now(
+    file: TranscriptFile | None,
+    data: bytes,
+    ledger: Callable[[], None] | None,
+    notes: HeldNotes,
+    lock: SaveFileLock | None,
+    lists: bool,
+) -> tuple[Path, list[FileEntry]] | None:
+    """Worker thread, a commit's one trip (see ``Session._write_out``)."""
+    try:
+        if file is not None and data:
+            file.write_now(data)
+    finally:  # after the fsync, still under the lock; a failure is only logged
+        if ledger is not None:
+            _write_ledger(ledger)
+    notes.settle_now()
+    if lock is not None:
+        lock.release_now()
+    return _list_inbox(file.path) if lists and file is not None else None
 
 
 def _list_inbox(save_file: Path) -> tuple[Path, list[FileEntry]]:
