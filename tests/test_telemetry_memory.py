@@ -85,3 +85,18 @@ async def test_a_ledger_writer_keeps_nothing_for_the_collector_until_it_writes(
     await writer.write_line(b'{"b": 2}\n')
     assert writer.path == tmp_path / "a.ledger.jsonl"
     assert writer.path.read_bytes() == b'{"a": 1}\n{"b": 2}\n'
+
+
+async def test_the_held_ledger_lines_are_one_tracked_object(tmp_path: Any) -> None:
+    """What a commit's worker-thread trip carries for the ledger (held by a call waiting for
+    its thread): one object, not a partial of a bound method."""
+    recorder = CallRecorder("s", save_file=tmp_path / "a.jsonl", token_counter=ApproxCounter())
+    kwargs = {"model": MODEL, "messages": [{"role": "user", "content": "hi"}]}
+    await recorder.record(model=MODEL, wire_kwargs=kwargs, transcript=[], hold_ledger=True)
+    job = recorder.take_held()
+    assert job is not None
+    gc.collect()
+    assert sum(tracked_reachable(job, [recorder.ledger]).values()) == 1
+    job()
+    assert recorder.ledger_path is not None
+    assert recorder.ledger_path.read_bytes().count(b"\n") == 1
