@@ -54,9 +54,11 @@ By default the fake model answers at once, so every session is always ready to r
 is saturated and the ticker's lateness is the length of a whole loop iteration (the sum of a
 thousand sessions' steps), not a stall. ``--latency SECONDS`` makes the fake (and the
 litellm-alone callers) wait ``asyncio.sleep`` of that long before answering, jittered by +-50%
-from a random seeded per session, like a provider: the sessions then spend most of their time
-awaiting the model and the ticker measures stalls. Beside the stall each pass prints the loop's
-busy share (the time spent running loop steps over the pass's wall time).
+from a random seeded per session, like a provider, and each session starts at a random instant
+within its first latency (callers arrive spread out, not all in one loop iteration): the
+sessions then spend most of their time awaiting the model and the ticker measures stalls.
+Beside the stall each pass prints the loop's busy share (the time spent running loop steps over
+the pass's wall time).
 
 ``--part 1`` or ``--part 2`` runs one part only.
 """
@@ -389,11 +391,21 @@ async def ticker(stop: asyncio.Event, worst: list[float]) -> None:
 async def one_session(
     folder: Path, i: int, rounds: int, keep: list[Any], latency: float = 0.0
 ) -> None:
-    fake = Instant(latency, random.Random(i))
+    jitter = random.Random(i)
+    fake = Instant(latency, jitter)
     session = ctxmw.Session(MODEL, save_file=folder / f"s{i}.jsonl", completion=fake)
+    await arrive(latency, jitter)
     for r in range(rounds):
         await session.ask(f"step {r}: " + "x" * 200)
     keep.append(session)
+
+
+async def arrive(latency: float, jitter: random.Random) -> None:
+    """With a latency, a session starts at a random instant within its first latency: callers
+    arrive spread out, as in a service, not all in one loop iteration (whose steps, run back
+    to back, the ticker would report as one stall)."""
+    if latency:
+        await asyncio.sleep(latency * jitter.random())
 
 
 class LitellmAlone:
@@ -411,6 +423,7 @@ async def one_litellm_caller(
     import litellm
 
     caller, jitter = LitellmAlone(), random.Random(i)
+    await arrive(latency, jitter)
     for r in range(rounds):
         caller.messages.append({"role": "user", "content": f"step {r}: " + "x" * 200})
         if latency:
