@@ -35,13 +35,13 @@ Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event lo
 x 50): total time and the process's CPU time (steadier than wall time on a shared machine),
 the longest event-loop stall (a ticker task that sleeps 5 ms and records how late it woke), the
 longest single loop step (see :class:`StepWatch`), the longest garbage-collection pass and how
-many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips per call
-(counted as in part 1), then, traced, peak memory and memory per session beyond its
-transcript's own bytes. Each pass also counts the gc-tracked objects (``gc.get_objects()``):
-those alive at the start (and frozen, with ``--gc freeze``), those each finished session keeps
-(its transcript's own given apart: a message dict holding only strings and numbers is not
-tracked once a full pass has seen it), and, in the traced pass (whose
-timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
+many full (generation 2) passes ran, with their mean CPU time (``gc.callbacks``), the
+worker-thread trips per call (counted as in part 1), then, traced, peak memory and memory per
+session beyond its transcript's own bytes. Each pass also counts the gc-tracked objects
+(``gc.get_objects()``): those alive at the start (and frozen, with ``--gc freeze``), those
+each finished session keeps (its transcript's own given apart: a message dict holding only
+strings and numbers is not tracked once a full pass has seen it), and, in the traced pass
+(whose timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
 them (the in-flight calls' objects). ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
 ``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
@@ -330,6 +330,7 @@ class GcWatch:
 
     def __init__(self) -> None:
         self.longest, self.longest_cpu, self.full = 0.0, 0.0, 0
+        self.full_cpu = 0.0  # the full passes' CPU time, summed (its mean is the steadier)
         self._start = self._start_cpu = 0.0
 
     def __enter__(self) -> GcWatch:
@@ -343,10 +344,12 @@ class GcWatch:
         if phase == "start":
             self._start, self._start_cpu = time.perf_counter(), time.thread_time()
             return
-        wall = time.perf_counter() - self._start
+        wall, cpu = time.perf_counter() - self._start, time.thread_time() - self._start_cpu
         if wall > self.longest:
-            self.longest, self.longest_cpu = wall, time.thread_time() - self._start_cpu
-        self.full += info["generation"] == 2
+            self.longest, self.longest_cpu = wall, cpu
+        if info["generation"] == 2:
+            self.full += 1
+            self.full_cpu += cpu
 
 
 class StepWatch:
@@ -510,7 +513,8 @@ async def part2(
             f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
             f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms "
             f"({watch.longest_cpu * 1e3:.1f} ms CPU), loop busy {steps.busy / total:.0%}, "
-            f"{watch.full} full gc passes, {trips:.2f} worker-thread trips per call",
+            f"{watch.full} full gc passes ({watch.full_cpu / max(watch.full, 1) * 1e3:.1f} ms "
+            f"CPU each on average), {trips:.2f} worker-thread trips per call",
             flush=True,
         )
         print(tracked_line(base, peak[0], keep), flush=True)
