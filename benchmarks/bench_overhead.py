@@ -35,13 +35,13 @@ Part 2, ``--sessions`` concurrent sessions x ``--rounds`` rounds in one event lo
 x 50): total time and the process's CPU time (steadier than wall time on a shared machine),
 the longest event-loop stall (a ticker task that sleeps 5 ms and records how late it woke), the
 longest single loop step (see :class:`StepWatch`), the longest garbage-collection pass and how
-many full (generation 2) passes ran (``gc.callbacks``), the worker-thread trips per call
-(counted as in part 1), then, traced, peak memory and memory per session beyond its
-transcript's own bytes. Each pass also counts the gc-tracked objects (``gc.get_objects()``):
-those alive at the start (and frozen, with ``--gc freeze``), those each finished session keeps
-(its transcript's own given apart: a message dict holding only strings and numbers is not
-tracked once a full pass has seen it), and, in the traced pass (whose
-timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
+many full (generation 2) passes ran, with their mean CPU time (``gc.callbacks``), the
+worker-thread trips per call (counted as in part 1), then, traced, peak memory and memory per
+session beyond its transcript's own bytes. Each pass also counts the gc-tracked objects
+(``gc.get_objects()``): those alive at the start (and frozen, with ``--gc freeze``), those
+each finished session keeps (its transcript's own given apart: a message dict holding only
+strings and numbers is not tracked once a full pass has seen it), and, in the traced pass
+(whose timing is not the point), the peak during the run, sampled every 0.25 s by a task that counts
 them (the in-flight calls' objects). ``--gc freeze`` calls ``gc.freeze()`` after the
 warm-up (the start-up objects, litellm's modules above all, leave the collector's reach),
 ``--gc both`` runs the untraced pass both ways side by side. ctxmw itself never changes the
@@ -49,6 +49,16 @@ process's gc settings. ``--litellm-alone`` runs each untraced pass again with th
 sent by plain callers straight to ``litellm.acompletion(..., mock_response=...)``, no ctxmw: the
 stall that litellm's own calls in flight make in the same process, for comparison (ctxmw's
 sessions above use an instant fake, not litellm).
+
+By default the fake model answers at once, so every session is always ready to run: the loop
+is saturated and the ticker's lateness is the length of a whole loop iteration (the sum of a
+thousand sessions' steps), not a stall. ``--latency SECONDS`` makes the fake (and the
+litellm-alone callers) wait ``asyncio.sleep`` of that long before answering, jittered by +-50%
+from a random seeded per session, like a provider, and each session starts at a random instant
+within its first latency (callers arrive spread out, not all in one loop iteration): the
+sessions then spend most of their time awaiting the model and the ticker measures stalls.
+Beside the stall each pass prints the loop's busy share (the time spent running loop steps over
+the pass's wall time).
 
 ``--part 1`` or ``--part 2`` runs one part only.
 """
@@ -61,6 +71,7 @@ import asyncio.base_events
 import gc
 import json
 import logging
+import random
 import statistics
 import sys
 import tempfile
@@ -87,11 +98,15 @@ class Instant:
     The response a real call returns is built by litellm (its time is on litellm's side of the
     table), so part 1 builds each response before the timed call (:meth:`ready`) and the fake
     only hands it over; without one ready it builds its own (part 2 counts all the CPU).
+
+    With a ``latency`` (part 2's ``--latency``) it answers after ``asyncio.sleep`` of that many
+    seconds, jittered by +-50% from ``jitter`` (a seeded ``random.Random``), like a provider.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, latency: float = 0.0, jitter: random.Random | None = None) -> None:
         self.last: list[Any] = []
         self._ready: list[Any] = []
+        self._latency, self._jitter = latency, jitter or random.Random(0)
 
     def ready(self) -> None:
         """Build the next call's response now, outside the timed call."""
@@ -99,6 +114,8 @@ class Instant:
 
     async def __call__(self, model: str, messages: list[Any] | None = None, **kw: Any) -> Any:
         self.last = list(messages or [])
+        if self._latency:
+            await asyncio.sleep(self._latency * self._jitter.uniform(0.5, 1.5))
         if self._ready:
             return self._ready.pop()
         return testing.text("ok", usage=testing.usage(100, 1))
@@ -313,6 +330,7 @@ class GcWatch:
 
     def __init__(self) -> None:
         self.longest, self.longest_cpu, self.full = 0.0, 0.0, 0
+        self.full_cpu = 0.0  # the full passes' CPU time, summed (its mean is the steadier)
         self._start = self._start_cpu = 0.0
 
     def __enter__(self) -> GcWatch:
@@ -326,10 +344,12 @@ class GcWatch:
         if phase == "start":
             self._start, self._start_cpu = time.perf_counter(), time.thread_time()
             return
-        wall = time.perf_counter() - self._start
+        wall, cpu = time.perf_counter() - self._start, time.thread_time() - self._start_cpu
         if wall > self.longest:
-            self.longest, self.longest_cpu = wall, time.thread_time() - self._start_cpu
-        self.full += info["generation"] == 2
+            self.longest, self.longest_cpu = wall, cpu
+        if info["generation"] == 2:
+            self.full += 1
+            self.full_cpu += cpu
 
 
 class StepWatch:
@@ -338,11 +358,13 @@ class StepWatch:
     The ticker's lateness is the time of whole loop iterations: with hundreds of sessions ready
     at once (an instant fake model keeps every session busy) it is the sum of their steps, the
     price of a saturated CPU. The longest step is what blocks everyone else: a blocking call,
-    a full gc pass, one long computation.
+    a full gc pass, one long computation. ``busy`` sums every step's time: over the run's wall
+    time, the share of it the loop was running callbacks (the rest it waited: for timers, I/O,
+    worker threads). Near 100% the ticker's lateness measures saturation, not stalls.
     """
 
     def __init__(self) -> None:
-        self.longest = 0.0
+        self.longest = self.busy = 0.0
         self._run = asyncio.Handle._run
 
     def __enter__(self) -> StepWatch:
@@ -351,7 +373,9 @@ class StepWatch:
         def timed(handle: asyncio.Handle) -> None:
             t0 = time.perf_counter()
             run(handle)
-            watch.longest = max(watch.longest, time.perf_counter() - t0)
+            step = time.perf_counter() - t0
+            watch.busy += step
+            watch.longest = max(watch.longest, step)
 
         asyncio.Handle._run = timed  # type: ignore[method-assign]
         return self
@@ -367,12 +391,24 @@ async def ticker(stop: asyncio.Event, worst: list[float]) -> None:
         worst[0] = max(worst[0], time.perf_counter() - t0 - 0.005)
 
 
-async def one_session(folder: Path, i: int, rounds: int, keep: list[Any]) -> None:
-    fake = Instant()
+async def one_session(
+    folder: Path, i: int, rounds: int, keep: list[Any], latency: float = 0.0
+) -> None:
+    jitter = random.Random(i)
+    fake = Instant(latency, jitter)
     session = ctxmw.Session(MODEL, save_file=folder / f"s{i}.jsonl", completion=fake)
+    await arrive(latency, jitter)
     for r in range(rounds):
         await session.ask(f"step {r}: " + "x" * 200)
     keep.append(session)
+
+
+async def arrive(latency: float, jitter: random.Random) -> None:
+    """With a latency, a session starts at a random instant within its first latency: callers
+    arrive spread out, as in a service, not all in one loop iteration (whose steps, run back
+    to back, the ticker would report as one stall)."""
+    if latency:
+        await asyncio.sleep(latency * jitter.random())
 
 
 class LitellmAlone:
@@ -382,13 +418,19 @@ class LitellmAlone:
         self.messages: list[dict[str, Any]] = []
 
 
-async def one_litellm_caller(folder: Path, i: int, rounds: int, keep: list[Any]) -> None:
-    """The same traffic as :func:`one_session` through litellm alone (``mock_response``)."""
+async def one_litellm_caller(
+    folder: Path, i: int, rounds: int, keep: list[Any], latency: float = 0.0
+) -> None:
+    """The same traffic as :func:`one_session` through litellm alone (``mock_response``; a
+    ``latency`` is slept before each call, jittered as :class:`Instant` does)."""
     import litellm
 
-    caller = LitellmAlone()
+    caller, jitter = LitellmAlone(), random.Random(i)
+    await arrive(latency, jitter)
     for r in range(rounds):
         caller.messages.append({"role": "user", "content": f"step {r}: " + "x" * 200})
+        if latency:
+            await asyncio.sleep(latency * jitter.uniform(0.5, 1.5))
         reply = await litellm.acompletion(model=MODEL, messages=caller.messages, mock_response="ok")
         caller.messages.append({"role": "assistant", "content": reply.choices[0].message.content})
     keep.append(caller)
@@ -430,7 +472,12 @@ def tracked_line(base: int, peak: int, keep: list[Any]) -> str:
 
 
 async def part2(
-    sessions: int, rounds: int, traced: bool, freeze: bool = False, alone: bool = False
+    sessions: int,
+    rounds: int,
+    traced: bool,
+    freeze: bool = False,
+    alone: bool = False,
+    latency: float = 0.0,
 ) -> None:
     stop, worst, keep = asyncio.Event(), [0.0], []
     one = one_litellm_caller if alone else one_session
@@ -448,7 +495,9 @@ async def part2(
         Trips.take()
         t0, c0 = time.perf_counter(), time.process_time()
         with GcWatch() as watch, StepWatch() as steps:
-            await asyncio.gather(*(one(Path(tmp), i, rounds, keep) for i in range(sessions)))
+            await asyncio.gather(
+                *(one(Path(tmp), i, rounds, keep, latency) for i in range(sessions))
+            )
         total, cpu = time.perf_counter() - t0, time.process_time() - c0
         trips = Trips.take() / (sessions * rounds)
         stop.set()
@@ -456,14 +505,16 @@ async def part2(
         if sampler is not None:
             await sampler
         label = ("traced" if traced else "untraced") + (", gc.freeze()" if freeze else "")
+        label += f", latency {latency:g} s" if latency else ", instant model"
         who = "litellm alone, no ctxmw: callers" if alone else "sessions"
         print(
             f"{sessions} {who} x {rounds} rounds ({label}): {total:.1f} s total "
             f"({cpu:.1f} CPU s), "
             f"longest loop stall {worst[0] * 1e3:.1f} ms, longest single step "
             f"{steps.longest * 1e3:.1f} ms, longest gc pass {watch.longest * 1e3:.1f} ms "
-            f"({watch.longest_cpu * 1e3:.1f} ms CPU), "
-            f"{watch.full} full gc passes, {trips:.2f} worker-thread trips per call",
+            f"({watch.longest_cpu * 1e3:.1f} ms CPU), loop busy {steps.busy / total:.0%}, "
+            f"{watch.full} full gc passes ({watch.full_cpu / max(watch.full, 1) * 1e3:.1f} ms "
+            f"CPU each on average), {trips:.2f} worker-thread trips per call",
             flush=True,
         )
         print(tracked_line(base, peak[0], keep), flush=True)
@@ -510,6 +561,14 @@ def main() -> None:
         help="part 2 also runs the same traffic through litellm.acompletion(mock_response) "
         "with no ctxmw (each --gc pass, untraced): the stall litellm's own calls in flight make",
     )
+    parser.add_argument(
+        "--latency",
+        type=float,
+        default=0.0,
+        metavar="SECONDS",
+        help="part 2's fake model answers after this many seconds, jittered +-50%% (seeded): "
+        "the ticker then measures stalls, not a saturated loop (default 0: at once)",
+    )
     args = parser.parse_args()
     # The alert rules fire on this synthetic traffic (an instant fake reports no cache reads).
     logging.getLogger("ctxmw").setLevel(logging.ERROR)
@@ -521,14 +580,16 @@ def main() -> None:
         asyncio.run(part1(args.calls))
     if args.part != 1:
         passes = {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]
+        size = (args.sessions, args.rounds)
         for freeze in passes if args.traced != "only" else ():
-            asyncio.run(part2(args.sessions, args.rounds, traced=False, freeze=freeze))
+            asyncio.run(part2(*size, traced=False, freeze=freeze, latency=args.latency))
             if args.litellm_alone:
                 asyncio.run(
-                    part2(args.sessions, args.rounds, traced=False, freeze=freeze, alone=True)
+                    part2(*size, traced=False, freeze=freeze, alone=True, latency=args.latency)
                 )
         if args.traced != "no":
-            asyncio.run(part2(args.sessions, args.rounds, traced=True, freeze=args.gc == "freeze"))
+            freeze = args.gc == "freeze"
+            asyncio.run(part2(*size, traced=True, freeze=freeze, latency=args.latency))
 
 
 if __name__ == "__main__":

@@ -160,7 +160,7 @@ def test_the_window_keeps_figures_not_the_ledger_dicts() -> None:
         state.observe({**record, "cache_marks": [{"index": 0}], "alerts": []})
     gc.collect()
     kept = tracked_reachable(state)
-    assert sum(kept.values()) <= 6, kept  # the state, its rules, their causes, deque, set
+    assert sum(kept.values()) <= 3, kept  # the state, its rules, the window (no set)
 
 
 def test_a_windowed_alert_says_its_window_figure_and_threshold() -> None:

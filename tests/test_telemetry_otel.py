@@ -124,7 +124,7 @@ async def test_busts_and_alerts_become_counters_and_span_events(
 async def test_off_unless_configured_and_the_setting_uses_the_global_providers(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    assert CallRecorder("s")._otel == []
+    assert CallRecorder("s")._otel == ()
     from opentelemetry import trace
 
     exporter = InMemorySpanExporter()

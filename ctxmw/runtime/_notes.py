@@ -32,14 +32,16 @@ class HeldNotes:
 
     def __init__(self, keep: int) -> None:
         self._keep = keep
-        self._held: list[tuple[Message, Claim]] = []
+        # A tuple: the shared empty one while none is held (an empty list would be one more
+        # tracked object per session for every full gc pass to walk).
+        self._held: tuple[tuple[Message, Claim], ...] = ()
 
     def add(self, ctx: StrategyContext) -> None:
         """Take over the claims the ``inbox`` strategy reported for one call."""
         report = ctx.stats.get("inbox", {})
         claims = report.get("claims", [])
         notes = report.get("delivered", [])
-        self._held.extend(
+        self._held += tuple(
             (n, c) for n, c in zip(notes, claims, strict=False) if isinstance(c, Claim)
         )
 
@@ -54,7 +56,7 @@ class HeldNotes:
 
     def settle_now(self) -> None:
         """Worker thread: :meth:`settle`, for a caller folding it into a trip of its own."""
-        done, self._held = self._held, []
+        done, self._held = self._held, ()
         for _, held in done:
             settle(held, self._keep)
 
@@ -72,7 +74,7 @@ class HeldNotes:
 
     async def _finish(self, chosen: _Choice, *, settle_them: bool = False) -> list[Message]:
         done = [(n, c) for n, c in self._held if chosen(n)]
-        self._held = [(n, c) for n, c in self._held if not chosen(n)]
+        self._held = tuple((n, c) for n, c in self._held if not chosen(n))
         with anyio.CancelScope(shield=True):
             for _, held in done:
                 if settle_them:

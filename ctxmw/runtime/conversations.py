@@ -26,14 +26,14 @@ call): slower, never different.
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Hashable
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.recorder import CallRecorder
-from ctxmw.types import Messages
+from ctxmw.types import Message, Messages
 
 __all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Carried", "Conversation", "Conversations"]
 
@@ -49,7 +49,7 @@ class Carried:
     file: TranscriptFile
     messages: Messages
     ours: list[bool]
-    hint: Messages
+    hint: Sequence[Message]
     keys: dict[int, tuple[Any, str]]
 
 

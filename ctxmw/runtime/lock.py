@@ -53,9 +53,16 @@ class SaveFileLock:
 
     def __init__(self, save_file: Path) -> None:
         self.save_file = save_file
-        self.path = lock_path(save_file)
+        # A string while the turn holds the lock: a path is two tracked objects that every
+        # full gc pass walks, once per call in flight.
+        self._path = str(lock_path(save_file))
         self.held = False
         self._fd: int | None = None
+
+    @property
+    def path(self) -> Path:
+        """The lock file."""
+        return Path(self._path)
 
     async def acquire(self) -> None:
         """Take the lock.
@@ -87,7 +94,7 @@ class SaveFileLock:
     def _acquire(self) -> int:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         while True:
-            fd = os.open(self.path, _FLAGS, 0o600)
+            fd = os.open(self._path, _FLAGS, 0o600)
             try:
                 if self._locked(fd):
                     self._claim(fd)
@@ -104,9 +111,9 @@ class SaveFileLock:
         except BlockingIOError:
             holder = _holder(fd)
             pid = holder[0] if holder is not None else None
-            raise SaveFileBusy(str(self.save_file), str(self.path), pid) from None
+            raise SaveFileBusy(str(self.save_file), self._path, pid) from None
         try:
-            return os.stat(self.path).st_ino == os.fstat(fd).st_ino
+            return os.stat(self._path).st_ino == os.fstat(fd).st_ino
         except FileNotFoundError:
             return False
 
@@ -114,7 +121,7 @@ class SaveFileLock:
         """Write our name into a lock file we hold, after checking what it said before."""
         before = _holder(fd)
         if before is not None and before[1] != socket.gethostname():
-            raise SaveFileBusy(str(self.save_file), str(self.path), before[0])
+            raise SaveFileBusy(str(self.save_file), self._path, before[0])
         if before is not None:
             logger.warning(
                 "Taking over the stale lock %s of process %d, which is no longer running.",

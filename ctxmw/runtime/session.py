@@ -47,7 +47,6 @@ Decisions the specification leaves open:
 from __future__ import annotations
 
 import contextlib
-import functools
 import logging
 import os
 import time
@@ -166,20 +165,23 @@ class Session:
         self._kwargs = completion_kwargs
         self._path = Path(save_file) if save_file is not None else None
         self._file = TranscriptFile(self._path) if self._path is not None else None
-        # The inbox the real ``inbox`` strategy reads, listed in the turn's trips (None: none).
+        # Whether the turn's trips list the inbox the real ``inbox`` strategy reads. Its folder
+        # is made in the trip (a path is two tracked objects each full gc pass walks).
         lists = any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
-        self._inbox = inbox_dir(self._path) if self._path is not None and lists else None
+        self._lists_inbox = self._path is not None and lists
         self._messages: Messages = []
         self._ours: list[bool] = []  # per message: made by this loop for Python callables
         # A stateless caller's messages matched to _messages[:len(_hint)] by the last commit, and
         # normal keys by message object: the next call compares only what is new.
-        self._hint: Messages = []
+        # Empty, these are the shared empty tuple: an empty list is one more tracked object
+        # per session that every full gc pass walks.
+        self._hint: Sequence[Message] = ()
         self._keys: dict[int, tuple[Any, str]] = {}
         self._loaded = False
-        self._pending: Messages = []
-        self._unsent: Messages = []  # a failed turn's input that no round committed
-        self._unsaved: list[tuple[Messages, Any, list[bool]]] = []  # in memory, not yet on disk
+        self._pending: Sequence[Message] = ()
+        self._unsent: Sequence[Message] = ()  # a failed turn's input that no round committed
+        self._unsaved: Sequence[tuple[Messages, Any, list[bool]]] = ()  # not yet on disk
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop step a turn
         self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
@@ -295,7 +297,7 @@ class Session:
                 given = []
             staged = _after_unsent(self._unsent, given)
             turn.stage(staged)
-            self._unsent = []
+            self._unsent = ()
             try:
                 return await self._loop(turn)
             except BaseException:
@@ -404,19 +406,15 @@ class Session:
         if file is None:
             self._loaded = True
             return None
-        folder, loaded = self._inbox, self._loaded
-
-        def work() -> tuple[bool, list[FileEntry] | None]:
-            if lock is not None:
-                lock.acquire_now()
-            stale = not loaded or file.changed_now()
-            return stale, list_for_delivery(folder) if folder is not None else None
-
-        stale, entries = await to_thread.run_sync(work)
+        # A module function and its arguments, not a closure: a closure's cells are tracked
+        # objects held by every call waiting for a worker thread.
+        stale, listing = await to_thread.run_sync(
+            _open_now, file, lock, self._loaded, self._lists_inbox
+        )
         if stale:
             await self._reload()
         self._loaded = True
-        return (folder, entries) if folder is not None and entries is not None else None
+        return listing
 
     async def _begin(self, history: Sequence[Any] | None, lock: SaveFileLock | None) -> Turn:
         listing = await self._open(lock)
@@ -452,7 +450,7 @@ class Session:
         """
         hint = self._hint
         same = common_prefix(hint, history) if hint else 0
-        if not same:
+        if not same or not isinstance(hint, list):  # no hint: the empty tuple
             return message_dicts(history), 0
         given = hint[:same]
         given += message_dicts(history[same:])
@@ -495,7 +493,7 @@ class Session:
         if self._file is not None:
             self._messages = await self._file.load()
             self._ours = list(self._file.ours)
-            self._hint, self._keys = [], {}
+            self._hint, self._keys = (), {}
             if self._unsaved:
                 logger.warning(
                     "%s was changed by another writer; %d write(s) that could not be made "
@@ -503,11 +501,14 @@ class Session:
                     self._path,
                     len(self._unsaved),
                 )
-                self._unsaved = []
+                self._unsaved = ()
 
     async def _loop(self, turn: Turn) -> Any:
         for round_ in range(self.max_rounds):
-            response, message = await self._round(turn, round_)
+            # Not a coroutine of its own: each is one more tracked object per call in flight.
+            response, _ = await self._send(turn, round_)
+            message = response_message(response)
+            turn.add_round([message])
             calls = tool_calls_of(message)
             if not calls or not self._runnable(calls):
                 await self._commit(turn, last=True)
@@ -519,12 +520,6 @@ class Session:
         save_file = str(self._path) if self._path is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
 
-    async def _round(self, turn: Turn, round_: int) -> tuple[Any, Message]:
-        response, _ = await self._send(turn, round_)
-        message = response_message(response)
-        turn.add_round([message])
-        return response, message
-
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
@@ -532,7 +527,7 @@ class Session:
         # joined it, the telemetry record: a pointer copy, the round's only per-message work
         # outside the strategies and the telemetry.
         snapshot = list(turn.working)
-        side = functools.partial(self._side_call, snapshot, round_)
+        side = _SideCall(self, snapshot, round_)
         ctx = StrategyContext(
             self.settings,
             save_file=self._path,
@@ -643,7 +638,7 @@ class Session:
             if turn.hint is not None:  # the caller's messages now line up with the record's
                 self._hint, turn.hint = turn.hint, None
             if self._file is not None and (new or edit is not None):
-                self._unsaved.append((new, edit, ours))
+                self._unsaved = [*self._unsaved, (new, edit, ours)]
             await self._write_out(turn, last=last)
 
     async def _write_out(self, turn: Turn, *, last: bool) -> None:
@@ -652,25 +647,13 @@ class Session:
         file, notes = self._file, self._notes
         data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self._unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
-        folder = self._inbox if file is not None and not last else None
+        lists = file is not None and self._lists_inbox and not last
         ledger = self._recorder.take_held() if self._recorder is not None else None
-
-        def work() -> list[FileEntry] | None:
-            try:
-                if file is not None and data:
-                    file.write_now(data)
-            finally:  # after the fsync, still under the lock; a failure is only logged
-                if ledger is not None:
-                    _write_ledger(ledger)
-            notes.settle_now()
-            if lock is not None:
-                lock.release_now()
-            return list_for_delivery(folder) if folder is not None else None
-
-        if data or notes.held or lock is not None or folder is not None or ledger is not None:
-            entries = await to_thread.run_sync(work)
-            turn.listing = (folder, entries) if folder is not None and entries is not None else None
-        self._unsaved = []
+        if data or notes.held or lock is not None or lists or ledger is not None:
+            turn.listing = await to_thread.run_sync(
+                _commit_now, file, data, ledger, notes, lock, lists
+            )
+        self._unsaved = ()
 
     async def _flush_ledger(self) -> None:
         """Write the ledger lines no commit took (a turn that failed after a call was recorded)."""
@@ -686,9 +669,23 @@ class Session:
         names = {call_name(c) for c in calls}
         return not names & self.tools.declared
 
-    def _take_pending(self) -> Messages:
-        out, self._pending = self._pending, []
+    def _take_pending(self) -> Sequence[Message]:
+        out, self._pending = self._pending, ()
         return out
+
+
+@dataclass(slots=True)
+class _SideCall:
+    """``StrategyContext.completion`` for one round: :meth:`Session._side_call` on its
+    transcript. One tracked object where a ``functools.partial`` of a bound method is three,
+    held through every call in flight."""
+
+    session: Session
+    transcript: Messages
+    round: int
+
+    def __call__(self, **kwargs: Any) -> Awaitable[Any]:
+        return self.session._side_call(self.transcript, self.round, **kwargs)
 
 
 @dataclass(slots=True)
@@ -714,7 +711,45 @@ def _write_ledger(job: Callable[[], None]) -> None:
         )
 
 
-def _after_unsent(unsent: Messages, given: Messages) -> Messages:
+def _open_now(
+    file: TranscriptFile, lock: SaveFileLock | None, loaded: bool, lists: bool
+) -> tuple[bool, tuple[Path, list[FileEntry]] | None]:
+    """Worker thread, the trip before a turn (see ``Session._open``): take the lock, whether
+    the file must be read, and the inbox listing when ``lists``."""
+    if lock is not None:
+        lock.acquire_now()
+    stale = not loaded or file.changed_now()
+    return stale, _list_inbox(file.path) if lists else None
+
+
+def _commit_now(
+    file: TranscriptFile | None,
+    data: bytes,
+    ledger: Callable[[], None] | None,
+    notes: HeldNotes,
+    lock: SaveFileLock | None,
+    lists: bool,
+) -> tuple[Path, list[FileEntry]] | None:
+    """Worker thread, a commit's one trip (see ``Session._write_out``)."""
+    try:
+        if file is not None and data:
+            file.write_now(data)
+    finally:  # after the fsync, still under the lock; a failure is only logged
+        if ledger is not None:
+            _write_ledger(ledger)
+    notes.settle_now()
+    if lock is not None:
+        lock.release_now()
+    return _list_inbox(file.path) if lists and file is not None else None
+
+
+def _list_inbox(save_file: Path) -> tuple[Path, list[FileEntry]]:
+    """Worker thread: the inbox folder of ``save_file`` and its entries, for the strategy."""
+    folder = inbox_dir(save_file)
+    return folder, list_for_delivery(folder)
+
+
+def _after_unsent(unsent: Sequence[Message], given: Messages) -> Messages:
     """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
     retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
     return given if retry or not unsent else [*unsent, *given]

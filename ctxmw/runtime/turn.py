@@ -55,11 +55,13 @@ class Turn:
     working: Messages
     persist_notes: bool = False
     unwritten: Messages = field(default_factory=list)
-    unconfirmed: Messages = field(default_factory=list)
+    # These two are the shared empty tuple while empty (most turns): an empty list or set is
+    # one more tracked object per call in flight for every full gc pass to walk.
+    unconfirmed: Sequence[Message] = ()
     stream_call: Any = None
     edit: Edit | None = None
     stateless: bool = False
-    ours: set[int] = field(default_factory=set)
+    ours: frozenset[int] | tuple[()] = ()
     hint: Messages | None = None
     listing: tuple[Path, list[FileEntry]] | None = None
     lock: SaveFileLock | None = None
@@ -74,11 +76,12 @@ class Turn:
         self.working.extend(notes)
         if self.persist_notes:
             self.unwritten.extend(notes)
-        self.unconfirmed.extend(notes)
+        if notes:
+            self.unconfirmed = [*self.unconfirmed, *notes]
 
     def carried(self) -> None:
         """A model call succeeded: every note it carried was seen by the model."""
-        self.unconfirmed.clear()
+        self.unconfirmed = ()
 
     def add_round(self, messages: Sequence[Message]) -> None:
         """Add what a round produced (the assistant message, tool results)."""
@@ -92,7 +95,7 @@ class Turn:
     def mark_ours(self, *messages: Message) -> None:
         """Mark messages as a tool round ctxmw's loop ran (the caller never sees them)."""
         if self.stateless:
-            self.ours.update(map(id, messages))
+            self.ours = frozenset((*self.ours, *map(id, messages)))
 
     def ours_flags(self, messages: Sequence[Message]) -> list[bool]:
         """For each message, whether :meth:`mark_ours` marked it."""

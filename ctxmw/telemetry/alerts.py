@@ -90,7 +90,9 @@ class AlertState:
         # Per windowed call only the figures the rules read, as a tuple of ints and None (the
         # collector stops tracking such a tuple): not the ledger dict with its nested lists.
         self._recent: deque[_Figures] = deque(maxlen=self.rules.window)
-        self._firing: set[str] = set()
+        # The rules firing now: a tuple, the shared empty one while none fires (an empty set
+        # would be one more tracked object per session for every full gc pass to walk).
+        self._firing: tuple[str, ...] = ()
         self._calls = 0
 
     def observe(self, record: Mapping[str, Any]) -> list[Alert]:
@@ -103,9 +105,10 @@ class AlertState:
         full = len(self._recent) == self.rules.window
         for rule, value, threshold, text, fired in _windowed(self.rules, self._recent):
             if not full or value is None or not fired:
-                self._firing.discard(rule)
+                if rule in self._firing:
+                    self._firing = tuple(r for r in self._firing if r != rule)
             elif rule not in self._firing:  # the message is written only when it is sent
-                self._firing.add(rule)
+                self._firing += (rule,)
                 message = text.format(n=self.rules.window, value=value, threshold=threshold)
                 alerts.append(self._alert(record, rule, value, threshold, message))
         return alerts

@@ -203,8 +203,16 @@ class LedgerWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        self.path = Path(path)
-        self._lock = anyio.Lock()
+        # A string, and the lock made by the first write of its own: a session's lines go out
+        # in the runtime's trip (append_now), and every object kept here is walked by each full
+        # gc pass, once per session alive.
+        self._path = str(Path(path))
+        self._lock: anyio.Lock | None = None
+
+    @property
+    def path(self) -> Path:
+        """The ledger file."""
+        return Path(self._path)
 
     async def write(self, record: CallRecord) -> None:
         """Append one record: one ``write`` of the whole line, after a torn tail's newline.
@@ -217,6 +225,8 @@ class LedgerWriter:
 
     async def write_line(self, data: bytes) -> None:
         """Append one line built by :func:`ledger_line` (see :meth:`write`)."""
+        if self._lock is None:
+            self._lock = anyio.Lock()
         async with self._lock:
             await anyio.to_thread.run_sync(self._append, data)
 
@@ -226,8 +236,9 @@ class LedgerWriter:
         self._append(data)
 
     def _append(self, data: bytes) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        with open(self.path, "a+b", buffering=0, opener=_owner_only) as handle:
+        path = self.path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a+b", buffering=0, opener=_owner_only) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n":
                 data = b"\n" + data

@@ -21,11 +21,10 @@ usage from litellm's tokenizer estimate). Calls must be recorded in the order th
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -107,18 +106,20 @@ class CallRecorder:
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
         self.ledger = LedgerWriter(ledger_path(save_file)) if save_file is not None else None
-        self._held: list[bytes] = []  # ledger lines built by record(hold_ledger=True)
+        # Tuples, the shared empty one when empty: an empty list is one more tracked object per
+        # session for every full gc pass to walk.
+        self._held: tuple[bytes, ...] = ()  # ledger lines built by record(hold_ledger=True)
         self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
         self._shape: CallShape | PendingShape | None = None  # the previous agent call's
         self._seen = 0
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop step a call
         self._alerts = AlertState(AlertRules.from_settings(self.settings))
-        self._otel: list[CallHook] = []
+        self._otel: tuple[CallHook, ...] = ()
         if self.settings.otel:
             from ctxmw.telemetry.otel import OtelExport
 
-            self._otel.append(OtelExport())
+            self._otel = (OtelExport(),)
 
     @property
     def held_tokens(self) -> int:
@@ -198,7 +199,7 @@ class CallRecorder:
         if self.hooks or self._otel:
             await deliver([*self.hooks, *self._otel], record, self.logger)
         if self.ledger is not None and hold_ledger:
-            self._held.append(line)
+            self._held += (line,)
         elif self.ledger is not None:
             await self.ledger.write_line(line)
         return record
@@ -207,10 +208,10 @@ class CallRecorder:
         """The ledger lines ``record(hold_ledger=True)`` held, taken now (on the loop), as one
         job for a worker thread: one write, in the order recorded. None when none wait.
         """
-        ledger, data, self._held = self.ledger, b"".join(self._held), []
+        ledger, data, self._held = self.ledger, b"".join(self._held), ()
         if ledger is None or not data:
             return None
-        return functools.partial(ledger.append_now, data)
+        return _HeldLines(ledger, data)
 
     def export_state(self) -> dict[str, Any]:
         """What the next call's measurement depends on, as JSON-ready data.
@@ -420,3 +421,15 @@ def _epoch(stats: Mapping[str, Mapping[str, Any]]) -> int | None:
         if isinstance(value, int):
             return value
     return None
+
+
+@dataclass(slots=True)
+class _HeldLines:
+    """:meth:`CallRecorder.take_held`'s job: one tracked object where a ``functools.partial``
+    of a bound method is three, held by a call waiting for its commit's worker thread."""
+
+    ledger: LedgerWriter
+    data: bytes
+
+    def __call__(self) -> None:
+        self.ledger.append_now(self.data)
