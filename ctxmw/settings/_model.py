@@ -15,15 +15,6 @@ from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
 
-__all__ = [
-    "CACHE_RULES",
-    "DEFAULT_COMPACTION_NOTICE",
-    "DEFAULT_STRATEGIES",
-    "ENV_PREFIX",
-    "BustCause",
-    "Settings",
-]
-
 ENV_PREFIX = "CTXMW_"
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
