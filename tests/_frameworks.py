@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import litellm
 
 import ctxmw
@@ -26,13 +27,28 @@ MODEL = "openai/scripted"
 
 
 @contextlib.asynccontextmanager
-async def scripted_provider() -> AsyncIterator[tuple[ScriptedProvider, str]]:
+async def scripted_provider(
+    server: ScriptedProvider | None = None,
+) -> AsyncIterator[tuple[ScriptedProvider, str]]:
     """The scripted OpenAI-compatible server and its base URL, for the block's duration."""
-    server = ScriptedProvider()
+    server = server if server is not None else ScriptedProvider()
     async with anyio.create_task_group() as tg:
         base = await server.serve(tg)
         yield server, base
         tg.cancel_scope.cancel()
+
+
+@contextlib.contextmanager
+def scripted_provider_thread(
+    server: ScriptedProvider | None = None,
+) -> Iterator[tuple[ScriptedProvider, str]]:
+    """The scripted server on an event loop of its own thread: for synchronous agents, whose
+    calls block the thread (and the loop) they are made in."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(scripted_provider(server)) as served,
+    ):
+        yield served
 
 
 @contextlib.contextmanager
