@@ -87,6 +87,7 @@ from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.strategies.inbox import inbox, list_for_delivery
 from ctxmw.telemetry.recorder import CallRecorder
+from ctxmw.telemetry.response import provider_of
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 
 logger = logging.getLogger("ctxmw")
@@ -582,9 +583,12 @@ class Session:
         connection arguments and tools, and its telemetry (recorded as ``kind="summary"``).
 
         ``kwargs`` override the session's; a value of None removes a key (``tools=None``).
-        Summaries are never streamed.
+        Summaries are never streamed. The call goes to this session's deployment: a model on
+        another provider (``summary_model``) is used only when the session names no endpoint
+        or key of its own (see :func:`_side_model`).
         """
         wire = {**self.wire_kwargs(list(kwargs.pop("messages", []))), **kwargs}
+        wire["model"] = _side_model(str(wire.get("model") or self.model), self.model, self._kwargs)
         wire = {k: v for k, v in wire.items() if v is not None and k not in _NOT_FOR_SIDE_CALLS}
         completion = self._completion or default_completion()
         started = time.perf_counter()
@@ -672,6 +676,29 @@ class Session:
     def _take_pending(self) -> Sequence[Message]:
         out, self._pending = self._pending, ()
         return out
+
+
+_ENDPOINT_KEYS = ("api_base", "base_url", "api_key", "client")
+
+
+def _side_model(asked: str, own: str, kwargs: Mapping[str, Any]) -> str:
+    """The model of a side call: ``asked``, unless it is on another provider than ``own`` while
+    the session carries its own endpoint or key, which must never go to another provider."""
+    if asked == own or not any(kwargs.get(k) for k in _ENDPOINT_KEYS):
+        return asked
+    theirs, ours = provider_of(asked, {}), provider_of(own, kwargs)
+    if not theirs or not ours or theirs == ours:
+        return asked
+    logger.warning(
+        "ctxmw: a summary asked for %r (provider %r), but this session's endpoint and key are "
+        "for %r: the summary uses %r instead. Set summary_model to a model of the same "
+        "deployment, or pass no api_base/api_key so each model uses its own.",
+        asked,
+        theirs,
+        ours,
+        own,
+    )
+    return own
 
 
 @dataclass(slots=True)
