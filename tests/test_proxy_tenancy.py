@@ -121,4 +121,3 @@ async def test_two_long_ids_that_share_200_characters_stay_two_conversations() -
     first_prompt, _ = await send(hook, history(1), session=first, key=ALICE)
     assert second_prompt[-1]["role"] == "tool"
     assert first_prompt[-1]["content"] == "only for the first"
-

@@ -31,14 +31,14 @@ class StateUnavailable(Exception):
     """The shared state did not answer in time, or failed, before the upstream call."""
 
 
-async def before_upstream(work: Callable[[], Awaitable[T]], timeout: float) -> T:
-    """Run ``work`` on the shared state within ``timeout`` seconds.
+async def before_upstream(work: Callable[[], Awaitable[T]], seconds: float) -> T:
+    """Run ``work`` on the shared state within ``seconds``.
 
     Raises:
         StateUnavailable: it failed or took longer (the original chained).
     """
     try:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(seconds):
             return await work()
     except Exception as exc:
         # The type only: an error's text may quote what was sent.
@@ -46,7 +46,7 @@ async def before_upstream(work: Callable[[], Awaitable[T]], timeout: float) -> T
 
 
 async def after_answer(
-    stage: str, work: Callable[[], Awaitable[object]], timeout: float, metrics: Metrics
+    stage: str, work: Callable[[], Awaitable[object]], seconds: float, metrics: Metrics
 ) -> bool:
     """Run one stage after the answer; a failure is logged and counted, never raised.
 
@@ -54,7 +54,7 @@ async def after_answer(
         Whether the stage completed.
     """
     try:
-        with anyio.fail_after(timeout):
+        with anyio.fail_after(seconds):
             await work()
     except Exception as exc:
         failed(stage, exc, metrics)

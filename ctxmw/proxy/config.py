@@ -262,4 +262,3 @@ def _nested(value: object, what: str) -> dict[str, Mapping[str, Any]]:
     return {
         name: _mapping(inner, f"{what}.{name}") for name, inner in _mapping(value, what).items()
     }
-

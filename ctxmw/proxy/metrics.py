@@ -4,9 +4,9 @@
 a gap between them is the first thing to look at (a strategy or the caller moved the prefix, or
 the provider's cache behaves unlike its rule). Also ``ctxmw_prompt_tokens_total`` and
 ``ctxmw_requests_total``, and ``ctxmw_failures_total`` by stage (see
-:mod:`ctxmw.proxy._guard`). A provider that reports no cache reads (most self-hosted ones)
-adds nothing to the reported counter. Needs ``prometheus_client`` (the proxy's own Prometheus metrics use
-it); without it the counters are skipped.
+:mod:`ctxmw.proxy._guard`). A provider that reports no cache reads (most self-hosted ones) adds
+nothing to the reported counter. Needs ``prometheus_client`` (the proxy's own Prometheus
+metrics use it); without it the counters are skipped.
 """
 
 from __future__ import annotations

@@ -5,12 +5,12 @@ In order: the call's ``save_file`` (its path as given; also inside ``metadata["c
 ``x-litellm-session-id`` header overrides the body's; the proxy merges both into
 ``data["litellm_session_id"]``), then ``metadata["session_id"]``. Ids are strings or integers,
 stripped (:func:`normal_id`); a blank one falls through, and one over 200 characters keeps its
-first 150 and a digest of the whole, so two different long ids stay two conversations. Without any, ``head=True`` (the
-proxy) keys the conversation by a digest of its stable head: the system (or developer) messages
-before the first user message, and that first user message. A head digest is named as such in
-the ledger (``identity: "head"``): two conversations that open with the same words share it, so
-clients that can send a session id should. The stateless wrapper passes ``head=False``: a call
-that names no conversation is a conversation of its own.
+first 150 and a digest of the whole, so two different long ids stay two conversations. Without
+any, ``head=True`` (the proxy) keys the conversation by a digest of its stable head: the system
+(or developer) messages before the first user message, and that first user message. A head
+digest is named as such in the ledger (``identity: "head"``): two conversations that open with
+the same words share it, so clients that can send a session id should. The stateless wrapper
+passes ``head=False``: a call that names no conversation is a conversation of its own.
 """
 
 from __future__ import annotations

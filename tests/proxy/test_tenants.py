@@ -89,7 +89,8 @@ def test_notes_aborts_and_ledger_lines_never_cross_tenants(fleet: Fleet) -> None
     to_b = {"role": "user", "content": "Team B's own note."}
     assert [to_a in p for p in sent[A]] == [True, False, False]
     assert [to_b in p for p in sent[B]] == [True, False, False]
-    assert not any(to_a in p for p in sent[B]) and not any(to_b in p for p in sent[A])
+    assert not any(to_a in p for p in sent[B])
+    assert not any(to_b in p for p in sent[A])
 
     stop = b.note("team:team-a/run-1", "Budget reached.", kind="abort")
     assert stop.status_code == 200
