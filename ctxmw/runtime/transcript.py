@@ -34,6 +34,7 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
 from ctxmw.runtime.revisions import Edit, Revisions, is_record, loop_record, record_span, replay
 from ctxmw.types import Message, Messages
@@ -174,14 +175,12 @@ class TranscriptFile:
 
     def _write(self, data: bytes) -> None:
         created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         fd = _owner_only(str(self.path), _APPEND_FLAGS)
         try:
             os.ftruncate(fd, self._good)  # drops a torn tail; a no-op otherwise
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 os.ftruncate(fd, self._good)  # never leave half a round behind
@@ -190,7 +189,7 @@ class TranscriptFile:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
         self._good += len(data)
         self._seen = _identity(self.path)
 
@@ -276,14 +275,6 @@ def _owner_only(path: str, flags: int) -> int:
     if os.fstat(fd).st_size == 0:
         os.fchmod(fd, 0o600)
     return fd
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:
