@@ -10,13 +10,14 @@ Crash safety rests on three habits. A round's lines (an edit record, its message
 written with one ``write`` followed by ``fsync``, so a killed process leaves whole rounds; a write
 that fails halfway is cut back to where it began, and the error names the file
 (:class:`~ctxmw.errors.SaveFileWriteError`). Loading ignores a torn last line (logged, never
-fatal, the bytes are cut before the next append), a record whose message lines a torn write cut
-off, and a trailing tool group that only some of its results answer, or none of them when the
-last line was torn (only a torn write makes one): a loaded transcript never ends with a call that
-a torn round left unanswered. Any other unreadable line is an error that names it: earlier lines
-are never silently dropped. Every string is written, a lone surrogate (a non-UTF-8 file name in a
-tool result) included: such a line is written with JSON escapes, which load back to the same
-string.
+fatal, the bytes are cut before the next append), a last record whose message lines a torn write
+cut off (a record anywhere whose lines cannot be its own is damage: an error naming its line,
+and nothing is cut), and a trailing tool group that only some of its results answer, or none of
+them when the last line was torn (only a torn write makes one): a loaded transcript never ends
+with a call that a torn round left unanswered. Any other unreadable line is an error that names
+it: earlier lines are never silently dropped. Every string is written, a lone surrogate (a
+non-UTF-8 file name in a tool result) included: such a line is written with JSON escapes, which
+load back to the same string.
 
 Files are created ``0o600`` whatever the umask: tool outputs often hold secrets. A write costs
 what the new lines cost; the file is never rewritten.
@@ -143,8 +144,8 @@ class TranscriptFile:
         except FileNotFoundError:
             self._good, self._seen, self.ours = 0, None, []
             return Revisions(keep_earlier)
-        lines, ends, torn = _parse(data, self.path)
-        keep = _complete_lines(lines, torn)
+        lines, ends, numbers, torn = _parse(data, self.path)
+        keep = _complete_lines(lines, torn, numbers, self.path)
         if keep < len(lines):
             logger.warning(
                 "%s ends with a write that was cut short (a torn write); "
@@ -194,12 +195,13 @@ class TranscriptFile:
         self._seen = _identity(self.path)
 
 
-def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bool]:
-    """Every whole line as a JSON object (messages and records), where each one ends, and
-    whether the tail was torn."""
+def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], list[int], bool]:
+    """Every whole line as a JSON object (messages and records), where each one ends, its line
+    number, and whether the tail was torn."""
     *lines, tail = data.split(b"\n")
     messages: list[dict[str, Any]] = []
     ends: list[int] = []
+    numbers: list[int] = []
     offset = 0
     for number, raw in enumerate(lines, start=1):
         offset += len(raw) + 1
@@ -209,7 +211,7 @@ def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bo
         if message is None:
             if number == len(lines) and not tail:
                 _warn_torn(path, number)
-                return messages, ends, True
+                return messages, ends, numbers, True
             raise InvalidTranscriptError(
                 f"line {number} of {str(path)!r} is not a JSON object; the file is damaged. "
                 "Repair or move that line; ctxmw never drops earlier lines silently.",
@@ -217,9 +219,10 @@ def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bo
             )
         messages.append(message)
         ends.append(offset)
+        numbers.append(number)
     if tail.strip():
         _warn_torn(path, len(lines) + 1)
-    return messages, ends, bool(tail.strip())
+    return messages, ends, numbers, bool(tail.strip())
 
 
 def _decode(raw: bytes) -> Message | None:
@@ -234,22 +237,52 @@ def _warn_torn(path: Path, number: int) -> None:
     logger.warning("Ignoring the torn last line %d of %s (an interrupted write).", number, path)
 
 
-def _complete_lines(lines: list[dict[str, Any]], torn: bool) -> int:
-    """How many lines to keep: not a record whose lines were cut off, nor a partial tool group."""
+def _complete_lines(lines: list[dict[str, Any]], torn: bool, numbers: list[int], path: Path) -> int:
+    """How many lines to keep: not a record whose lines were cut off, nor a partial tool group.
+
+    Raises:
+        InvalidTranscriptError: a record announces lines that cannot be its own (damage).
+    """
     start = n = 0  # start: the first line after the last complete record block
     while n < len(lines):
+        if not is_record(lines[n]):
+            n += 1
+            continue
         span = record_span(lines[n])
-        if n + 1 + span > len(lines) and is_record(lines[n]):
+        block = lines[n + 1 : n + 1 + span]
+        if not _own_lines(lines[n], block):
+            raise _damaged(path, numbers[n], span, n)
+        if len(block) < span:  # the file's last write, cut short: a torn tail
             return n
-        if is_record(lines[n]) and lines[n].get("ctxmw") == "edit":
+        if lines[n].get("ctxmw") == "edit":
             start = n + 1 + span
-        n += 1 + span if is_record(lines[n]) else 1
+        n += 1 + span
     tail = [i for i in range(start, len(lines)) if not is_record(lines[i])]
     keep = _complete_prefix([lines[i] for i in tail], torn)
     if keep == len(tail):
         return len(lines)
     cut = tail[keep]
     return cut - 1 if cut > 0 and is_record(lines[cut - 1]) else cut
+
+
+def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
+    """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
+    only calls and results (ctxmw's loop marks nothing else)."""
+    if any(is_record(m) for m in block):
+        return False
+    if record.get("ctxmw") != "tool_loop":
+        return True
+    return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
+
+
+def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscriptError:
+    return InvalidTranscriptError(
+        f"line {number} of {str(path)!r} is a record announcing {span} message line(s) that "
+        "cannot be its own: the file is damaged before its end (only the last write can be cut "
+        "short). Nothing was cut. Repair that line (the line format is in docs/sessions.md) or "
+        "move the file aside; ctxmw never truncates complete lines.",
+        index,
+    )
 
 
 def _complete_prefix(messages: Messages, torn: bool) -> int:
