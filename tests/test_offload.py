@@ -27,6 +27,7 @@ from ctxmw.context.offload import (
     handle_for,
     store_dir,
 )
+from ctxmw.strategies import offload as offload_strategy
 from ctxmw.strategies.offload import Offload
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import call, call_points, group, quarter_counter, transcripts
@@ -115,13 +116,15 @@ def test_the_preview_is_frozen_even_if_the_settings_change(store: MemoryResultSt
     assert later[2]["content"] == first[2]["content"]
 
 
-def test_without_any_store_results_are_sent_unchanged_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
+def test_without_any_store_results_are_sent_unchanged_with_a_warning_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    msgs = history(BIG)
+    monkeypatch.setattr(offload_strategy, "_warned", set())
+    msgs = history(BIG, BIG + "more")
     out = run(msgs, StrategyContext(settings=options()))
     assert out is msgs
-    assert "nowhere to keep" in caplog.text
+    assert run(msgs, StrategyContext(settings=options())) is msgs
+    assert caplog.text.count("nowhere to keep") == 1
 
 
 def test_the_file_store_sits_beside_the_save_file_and_is_owner_only(tmp_path: Path) -> None:

@@ -91,7 +91,7 @@ async def test_a_short_record_write_raises_naming_the_record_and_leaves_nothing(
     full = short_writes_into(folder, monkeypatch)
     with pytest.raises(errors.SaveFileWriteError) as caught:
         await agent.ask("Read the log.")
-    handle = handle_for("call_1", BIG)
+    handle = handle_for(agent.messages[1]["tool_calls"][0]["id"], BIG)
     assert str(folder / f"{handle}.json") in str(caught.value)
     assert caught.value.what == "offload record"
     assert caught.value.errno == errno.ENOSPC

@@ -76,7 +76,7 @@ from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
-from ctxmw.runtime.offload import OffloadOption, wire_offload
+from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
 from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
@@ -157,6 +157,7 @@ class Session:
             self.tools,
             save_file,
             self.settings,
+            lambda: self._memo,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
@@ -252,6 +253,13 @@ class Session:
         if carried is not None and self._path is not None and carried.file.path == self._path:
             self._file, self._messages, self._ours = carried.file, carried.messages, carried.ours
             self._hint, self._keys, self._loaded = carried.hint, carried.keys, True
+
+    def _without_memory_offload(self) -> None:
+        """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
+        self.strategies, self.offload_store = unwire_memory_offload(
+            self.strategies, self.tools, self.offload_store
+        )
+        self._chain = tuple(name for name, _ in self.strategies)
 
     def _hand_over(self, conversation: Conversation, *, exact: bool) -> None:
         """Leave this call's state for the conversation's next call (see :meth:`_resume`).
