@@ -74,6 +74,7 @@ from ctxmw.messages._incremental import GROWN_SLOT, common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._open_round import set_aside_unanswered
 from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
@@ -304,6 +305,7 @@ class Session:
             if _retries_interrupted_turn(self._messages, given):
                 given = []
             staged = _after_unsent(self._unsent, given)
+            set_aside_unanswered(turn, self._messages, staged, self._path)
             turn.stage(staged)
             self._unsent = ()
             try:

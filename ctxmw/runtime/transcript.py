@@ -37,6 +37,7 @@ import anyio.to_thread
 
 from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
+from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
 from ctxmw.runtime.revisions import Edit, Revisions, is_record, loop_record, record_span, replay
 from ctxmw.types import Message, Messages
 
@@ -92,6 +93,9 @@ class TranscriptFile:
         self._good = 0  # bytes of whole, valid lines
         # (inode, size, mtime) after our last load or write: another writer changes one of them.
         self._seen: tuple[int, int, int] | None = None
+        self._aside: Edit | None = (
+            None  # an open round set aside on load, recorded by the next write
+        )
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
 
@@ -142,10 +146,10 @@ class TranscriptFile:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            self._good, self._seen, self.ours = 0, None, []
+            self._good, self._seen, self.ours, self._aside = 0, None, [], None
             return Revisions(keep_earlier)
         lines, ends, numbers, torn = _parse(data, self.path)
-        keep = _complete_lines(lines, torn, numbers, self.path)
+        keep = _complete_lines(lines, numbers, self.path)
         if keep < len(lines):
             logger.warning(
                 "%s ends with a write that was cut short (a torn write); "
@@ -154,6 +158,7 @@ class TranscriptFile:
                 len(lines) - keep,
             )
         revisions = replay(lines[:keep], keep_earlier=keep_earlier)
+        self._aside = _set_aside_torn(revisions, torn and keep == len(lines), self.path)
         self._good = ends[keep - 1] if keep else 0
         self._seen = _identity(self.path)
         self.ours = list(revisions.ours)
@@ -175,6 +180,8 @@ class TranscriptFile:
             raise SaveFileWriteError(str(self.path), exc) from exc
 
     def _write(self, data: bytes) -> None:
+        if self._aside is not None:
+            data = dump_line(self._aside.record()) + data
         created = not self.path.exists()
         private_dirs(self.path.parent)
         fd = _owner_only(str(self.path), _APPEND_FLAGS)
@@ -191,6 +198,7 @@ class TranscriptFile:
             os.close(fd)
         if created:
             fsync_dir(self.path.parent)
+        self._aside = None
         self._good += len(data)
         self._seen = _identity(self.path)
 
@@ -237,13 +245,13 @@ def _warn_torn(path: Path, number: int) -> None:
     logger.warning("Ignoring the torn last line %d of %s (an interrupted write).", number, path)
 
 
-def _complete_lines(lines: list[dict[str, Any]], torn: bool, numbers: list[int], path: Path) -> int:
-    """How many lines to keep: not a record whose lines were cut off, nor a partial tool group.
+def _complete_lines(lines: list[dict[str, Any]], numbers: list[int], path: Path) -> int:
+    """How many lines to keep: not a last record whose lines a torn write cut off.
 
     Raises:
         InvalidTranscriptError: a record announces lines that cannot be its own (damage).
     """
-    start = n = 0  # start: the first line after the last complete record block
+    n = 0
     while n < len(lines):
         if not is_record(lines[n]):
             n += 1
@@ -254,15 +262,23 @@ def _complete_lines(lines: list[dict[str, Any]], torn: bool, numbers: list[int],
             raise _damaged(path, numbers[n], span, n)
         if len(block) < span:  # the file's last write, cut short: a torn tail
             return n
-        if lines[n].get("ctxmw") == "edit":
-            start = n + 1 + span
         n += 1 + span
-    tail = [i for i in range(start, len(lines)) if not is_record(lines[i])]
-    keep = _complete_prefix([lines[i] for i in tail], torn)
-    if keep == len(tail):
-        return len(lines)
-    cut = tail[keep]
-    return cut - 1 if cut > 0 and is_record(lines[cut - 1]) else cut
+    return len(lines)
+
+
+def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None:
+    """Set aside an open round that only a torn write makes: some results, or none with the
+    last line torn (see :mod:`ctxmw.runtime._open_round`). Returns the edit to record."""
+    count = open_round(revisions.current)
+    if not count:
+        return None
+    round_ = revisions.current[len(revisions.current) - count :]
+    if count == 1 and not torn:
+        return None  # no result at all: perhaps the caller's to give (the session decides)
+    edit = aside_edit(len(revisions.current), count)
+    revisions.edit(edit)
+    report_aside(path, round_, "a write cut short lost results for")
+    return edit
 
 
 def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
@@ -283,23 +299,6 @@ def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscrip
         "move the file aside; ctxmw never truncates complete lines.",
         index,
     )
-
-
-def _complete_prefix(messages: Messages, torn: bool) -> int:
-    """Length without a trailing tool group that only some (or, if ``torn``, no) results answer.
-
-    A write torn inside a round's first tool result leaves the assistant line whole and no
-    result: sent again, that unanswered call would be rejected by the provider.
-    """
-    for i in range(len(messages) - 1, -1, -1):
-        calls = messages[i].get("tool_calls")
-        if messages[i].get("role") != "assistant" or not isinstance(calls, list) or not calls:
-            continue
-        wanted = {c.get("id") for c in calls if isinstance(c, dict)}
-        answered = {m.get("tool_call_id") for m in messages[i + 1 :] if m.get("role") == "tool"}
-        partial = (bool(answered) or torn) and not wanted <= answered
-        return i if partial else len(messages)
-    return len(messages)
 
 
 def _owner_only(path: str, flags: int) -> int:
