@@ -197,3 +197,20 @@ async def test_a_round_a_torn_write_left_with_some_results_is_kept_in_the_file(
     revisions = await TranscriptFile(path).revisions()
     assert revisions.earlier[0] == lines
     ctxmw.validate(revisions.current)
+
+
+async def test_asking_the_same_after_a_crash_mid_turn_continues_that_turn(tmp_path: Path) -> None:
+    path = tmp_path / "agent.jsonl"
+    question = {"role": "user", "content": "Look it up."}
+    call = {"id": "c1", "type": "function", "function": {"name": "lookup", "arguments": "{}"}}
+    second = {**call, "id": "c2"}
+    lines = [
+        question,
+        {"role": "assistant", "content": None, "tool_calls": [call]},
+        {"role": "tool", "tool_call_id": "c1", "content": "page 1"},
+        {"role": "assistant", "content": None, "tool_calls": [second]},  # the crash cut here
+    ]
+    path.write_bytes(b"".join(dump_line(m) for m in lines))
+    fake = FakeCompletion(text("found"))
+    await ctxmw.Session(MODEL, save_file=path, completion=fake).ask("Look it up.")
+    assert fake.prompts[0] == lines[:3]  # the question once: the turn goes on from page 1

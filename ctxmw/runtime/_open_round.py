@@ -52,22 +52,26 @@ def aside_edit(size: int, count: int) -> Edit:
 
 
 def set_aside_unanswered(
-    turn: Any, messages: Messages, staged: Sequence[Message], path: Path | None
-) -> None:
-    """Set aside the open round ``messages`` ends with, unless ``staged`` answers its calls.
+    turn: Any, messages: Messages, given: Sequence[Message], path: Path | None
+) -> Messages:
+    """Set aside the open round ``messages`` ends with, unless ``given`` answers its calls.
 
     ``turn`` (a :class:`~ctxmw.runtime.turn.Turn` whose ``working`` is still ``messages``)
     then works without the round and records its removal with its first commit.
+
+    Returns:
+        The conversation the turn goes on from: ``messages``, without the round set aside.
     """
     count = open_round(messages)
     if not count:
-        return
+        return messages
     round_ = messages[len(messages) - count :]
-    if _call_ids(round_[0]) & {m.get("tool_call_id") for m in staged if m.get("role") == "tool"}:
-        return  # the caller answers it (run([...results])): the round goes on
+    if _call_ids(round_[0]) & {m.get("tool_call_id") for m in given if m.get("role") == "tool"}:
+        return messages  # the caller answers it (run([...results])): the round goes on
     turn.working = turn.working[: len(turn.working) - count]
     turn.edit = aside_edit(len(messages), count)
     report_aside(path, round_, "no result for")
+    return messages[: len(messages) - count]
 
 
 def report_aside(path: Path | None, round_: Sequence[Message], why: str) -> None:

@@ -302,10 +302,11 @@ class Session:
         """
         async with self._turn() as turn:
             given = [message_dict(m) for m in messages]
-            if _retries_interrupted_turn(self._messages, given):
+            answers = [*self._unsent, *given]
+            committed = set_aside_unanswered(turn, self._messages, answers, self._path)
+            if _retries_interrupted_turn(committed, given):
                 given = []
             staged = _after_unsent(self._unsent, given)
-            set_aside_unanswered(turn, self._messages, staged, self._path)
             turn.stage(staged)
             self._unsent = ()
             try:
