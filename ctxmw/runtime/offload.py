@@ -5,6 +5,11 @@ store (first in the chain, unless the list already names ``offload``, which it t
 and adds :data:`~ctxmw.context.offload.EXPAND_TOOL` to its tools from the first call on, with a
 Python implementation: the tool loop answers the model's ``ctxmw_expand`` calls itself. A list
 naming ``offload`` turns it on too.
+
+Without a save_file the originals live in the session's memo: a stateless conversation's calls
+(``ctxmw.acompletion`` with a session id) share them, and its bounded registry counts them. A
+stateless call with neither a save_file nor a session id has no memo a later call could reach:
+offload is off there (:func:`unwire_memory_offload`).
 """
 
 from __future__ import annotations
