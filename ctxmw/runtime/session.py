@@ -74,9 +74,10 @@ from ctxmw.messages._incremental import GROWN_SLOT, common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._open_round import set_aside_unanswered
 from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
-from ctxmw.runtime.offload import OffloadOption, wire_offload
+from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
 from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
@@ -158,6 +159,7 @@ class Session:
             self.tools,
             save_file,
             self.settings,
+            lambda: self._memo,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
@@ -254,6 +256,13 @@ class Session:
             self._file, self._messages, self._ours = carried.file, carried.messages, carried.ours
             self._hint, self._keys, self._loaded = carried.hint, carried.keys, True
 
+    def _without_memory_offload(self) -> None:
+        """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
+        self.strategies, self.offload_store = unwire_memory_offload(
+            self.strategies, self.tools, self.offload_store
+        )
+        self._chain = tuple(name for name, _ in self.strategies)
+
     def _hand_over(self, conversation: Conversation, *, exact: bool) -> None:
         """Leave this call's state for the conversation's next call (see :meth:`_resume`).
 
@@ -294,7 +303,9 @@ class Session:
         """
         async with self._turn() as turn:
             given = [message_dict(m) for m in messages]
-            if _retries_interrupted_turn(self._messages, given):
+            answers = [*self._unsent, *given]
+            committed = set_aside_unanswered(turn, self._messages, answers, self._path)
+            if _retries_interrupted_turn(committed, given):
                 given = []
             staged = _after_unsent(self._unsent, given)
             turn.stage(staged)
