@@ -132,6 +132,8 @@ async def _run(
     entry = _conversations.check_out(key) if key is not None else None
     if entry is not None:
         convo._resume(entry)
+    else:
+        convo._without_memory_offload()  # no later call could read an original back
 
     async def end(exact: bool) -> None:
         if entry is not None and key is not None:
