@@ -1,0 +1,133 @@
+"""A real LiteLLM Proxy with ctxmw serving ``/v1/messages`` and ``/v1/responses``: long agent
+conversations in each API's own format, against a loopback provider of that format.
+
+Each checks what the provider received (valid by its API's rules, shortened, prefix-stable:
+the prompts the in-process hook computes for the same conversation) and that the replica's
+ledger recorded every call of the conversation, with the cache reads the provider reported.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import anyio
+import httpx
+import pytest
+import yaml
+
+from tests._long_run import audit
+from tests._proxy_routes import ANTHROPIC, RESPONSES, make_hook, send
+from tests._route_formats import anthropic_request, responses_output, responses_request
+from tests.proxy._harness import MASTER_KEY, Replica
+from tests.proxy._route_upstream import RouteUpstream
+
+pytestmark = pytest.mark.proxy
+
+CALLS = 120
+
+
+class Served:
+    def __init__(self, upstream: RouteUpstream, replica: Replica, ledger: Path) -> None:
+        self.upstream, self.replica, self.ledger_path = upstream, replica, ledger
+
+    def post(self, path: str, body: dict[str, Any], session: str) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {MASTER_KEY}", "x-litellm-session-id": session}
+        return httpx.post(f"{self.replica.url}{path}", json=body, headers=headers, timeout=120)
+
+    def ledger(self, session: str) -> list[dict[str, Any]]:
+        lines = self.ledger_path.read_text(encoding="utf-8").splitlines()
+        return [r for r in map(json.loads, lines) if r["session"].endswith(f"/{session}")]
+
+
+@pytest.fixture(scope="module")
+def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
+    pytest.importorskip("fastapi", reason="the fleet tier needs pip install -e '.[proxy]'")
+    folder = tmp_path_factory.mktemp("routes")
+    upstream = RouteUpstream()
+    ledger = folder / "replica.ledger.jsonl"
+    config = {
+        "model_list": [
+            _deployment("claude", ANTHROPIC[1], upstream.base),
+            _deployment("gpt", RESPONSES[1], f"{upstream.base}/v1"),
+        ],
+        "general_settings": {"master_key": MASTER_KEY},
+        "litellm_settings": {"callbacks": ["ctxmw.proxy.hook"]},
+        "ctxmw": {"ledger": str(ledger), "replica": "replica"},
+    }
+    path = folder / "config.yaml"
+    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
+    replica = Replica(path, "replica", folder / "replica.log")
+    try:
+        replica.start().wait()
+        yield Served(upstream, replica, ledger)
+    finally:
+        replica.stop()
+        upstream.stop()
+
+
+def _deployment(name: str, model: str, api_base: str) -> dict[str, Any]:
+    params = {"model": model, "api_base": api_base, "api_key": "upstream-needs-no-key"}
+    return {"model_name": name, "litellm_params": params}
+
+
+def test_a_long_claude_code_conversation_on_v1_messages(served: Served) -> None:
+    start = len(served.upstream.requests)
+    passed = []
+    for n in range(CALLS):
+        body = {"model": "claude", **anthropic_request(n), "stream": n == CALLS - 1}
+        response = served.post("/v1/messages", body, "claude-run")
+        assert response.status_code == 200, response.text
+        passed.append(body)
+    got = [body for _, body in served.upstream.requests[start:]]
+    assert served.upstream.problems[start:] == [[]] * CALLS
+    found = audit([b["messages"] for b in got], [b["messages"] for b in passed], lambda p: [])
+    print(found.line("proxy /v1/messages"))
+    assert (found.duplicates, found.resent) == (0, 0)
+    assert found.reduction >= 0.6
+    expected = anyio.run(_in_process, ANTHROPIC, passed)
+    assert [(b["system"], b["messages"]) for b in got] == expected
+    records = served.ledger("claude-run")
+    assert [r["round"] for r in records] == list(range(CALLS))
+    assert sum(r["cache_read_tokens"] or 0 for r in records) > 0
+
+
+def test_a_long_codex_conversation_on_v1_responses_and_a_chained_turn(served: Served) -> None:
+    start = len(served.upstream.requests)
+    passed = []
+    for n in range(CALLS):
+        body = {"model": "gpt", **responses_request(n), "stream": n == CALLS - 1}
+        response = served.post("/v1/responses", body, "codex-run")
+        assert response.status_code == 200, response.text
+        passed.append(body)
+    got = [body for _, body in served.upstream.requests[start:]]
+    assert served.upstream.problems[start:] == [[]] * CALLS
+    found = audit([b["input"] for b in got], [b["input"] for b in passed], lambda p: [])
+    print(found.line("proxy /v1/responses"))
+    assert (found.duplicates, found.resent) == (0, 0)
+    assert found.reduction >= 0.6
+    expected = anyio.run(_in_process, RESPONSES, passed)
+    assert [(b["instructions"], b["input"]) for b in got] == expected
+    records = served.ledger("codex-run")
+    assert [r["round"] for r in records] == list(range(CALLS))
+    assert sum(r["cache_read_tokens"] or 0 for r in records) > 0
+    # A turn that continues the provider's stored response sends only its new items.
+    first = served.post("/v1/responses", {"model": "gpt", **responses_request(0)}, "chain")
+    chained = {"model": "gpt", "previous_response_id": first.json()["id"]}
+    chained["input"] = [responses_output(0)]
+    assert served.post("/v1/responses", chained, "chain").status_code == 200
+    assert served.upstream.problems[-1] == []
+    assert served.upstream.requests[-1][1]["input"] == chained["input"]
+
+
+async def _in_process(route: tuple[str, str], bodies: list[dict[str, Any]]) -> list[Any]:
+    """What the hook computes for the same conversation, without a proxy."""
+    hook, out = make_hook(), []
+    for body in bodies:
+        request = {k: v for k, v in body.items() if k not in ("model", "stream")}
+        sent = (await send(hook, route, request, {})).kwargs
+        pair = ("system", "messages") if route is ANTHROPIC else ("instructions", "input")
+        out.append((sent.get(pair[0]), sent[pair[1]]))
+    return out
