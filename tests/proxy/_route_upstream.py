@@ -68,14 +68,10 @@ class RouteUpstream:
             if path.endswith("/messages"):
                 self.problems.append(anthropic_problems(body))
                 return self._message(body)
-            items = [*self._stored.get(str(body.get("previous_response_id")), []), *body["input"]]
-            if (
-                body.get("previous_response_id")
-                and body["previous_response_id"] not in self._stored
-            ):
-                self.problems.append(
-                    [f"unknown previous_response_id {body['previous_response_id']}"]
-                )
+            previous = body.get("previous_response_id")
+            items = [*self._stored.get(str(previous), []), *body["input"]]
+            if previous and previous not in self._stored:
+                self.problems.append([f"unknown previous_response_id {previous!r}"])
             else:
                 self.problems.append(responses_problems(items))
             return self._response(body, items)
