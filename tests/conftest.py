@@ -151,9 +151,11 @@ def _fresh_conversations(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's stateless conversations start cold: no memo, recorder or transcript carried
     over from another test that used the same session id (``"conv"``, ``"s"``...)."""
     from ctxmw.runtime import wrapper
+    from ctxmw.runtime._heads import HeadThreads
     from ctxmw.runtime.conversations import Conversations
 
     monkeypatch.setattr(wrapper, "_conversations", Conversations())
+    monkeypatch.setattr(wrapper, "_heads", HeadThreads())
 
 
 @pytest.fixture(autouse=True)
@@ -162,6 +164,18 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("CTXMW_"):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(
+    _clean_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The default ledger (calls without a save_file) goes to a folder of the test's own, never
+    to the developer's ``~/.local/state/ctxmw``: XDG_STATE_HOME points into the test's temp."""
+    from ctxmw.telemetry.default_ledger import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    announce.cache_clear()
 
 
 @pytest.fixture

@@ -46,7 +46,7 @@ def test_check_exits_non_zero_when_a_rule_fires(
     path = write(tmp_path / "b.ledger.jsonl", [*HEALTHY, *BROKEN])
     assert main(["stats", str(path), "--check"]) == 1
     out = capsys.readouterr().out
-    assert "ALERT b call 3: bust_tools:" in out
+    assert "ALERT bust_tools: Session 'b', call 3: broke" in out
 
 
 def test_check_reads_the_alert_settings(
@@ -158,4 +158,4 @@ def test_follow_prints_each_new_call_and_its_alerts(
     assert len(calls) == 2
     assert "cached=96.0% expected=96.0%" in calls[0]
     assert calls[1].endswith("bust=tools")
-    assert lines[-1].startswith("ALERT b call 3: bust_tools: ")
+    assert lines[-1].startswith("ALERT bust_tools: Session 'b', call 3: ")
