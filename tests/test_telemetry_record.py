@@ -16,11 +16,12 @@ from ctxmw.telemetry.counters import template_tools_tokens
 from tests import _provider_bodies as bodies
 
 LEDGER_KEYS = {
-    "ts", "session", "call", "round", "model", "provider", "cache_rule", "strategies", "messages_in",
-    "messages_out", "calls_compacted", "calls_dropped", "epoch", "prompt_tokens_local",
-    "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens", "cache_read_tokens",
-    "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd", "latency_s", "bust",
-    "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key", "alerts",
+    "ts", "session", "call", "round", "model", "provider", "cache_rule", "strategies",
+    "messages_in", "messages_out", "calls_compacted", "calls_dropped", "epoch",
+    "prompt_tokens_local", "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens",
+    "cache_read_tokens", "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd",
+    "latency_s", "bust", "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key",
+    "alerts",
 }  # fmt: skip
 SECRET = "sk-live-SECRET-tool-output"
 
