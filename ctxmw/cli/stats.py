@@ -33,6 +33,11 @@ def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> 
         "--html", metavar="FILE", help="also write one self-contained HTML page of the sessions"
     )
     stats.add_argument(
+        "--replay",
+        metavar="REPLAY.json",
+        help="with --html: 'ctxmw replay --json' output; its references are charted",
+    )
+    stats.add_argument(
         "--check",
         action="store_true",
         help="evaluate the alert rules (the CTXMW_ALERT_* settings); exit 1 if one fires",
@@ -67,9 +72,25 @@ def _cmd_stats(args: argparse.Namespace) -> int:
     if args.html:
         from ctxmw.telemetry.report import write_html
 
-        page = write_html(records, args.html, _rules())
+        page = write_html(records, args.html, _rules(), _replay(args.replay))
         print(f"html: {page}", file=sys.stderr if args.json else None)
     return 1 if args.check and alerts else 0
+
+
+def _replay(path: str | None) -> Any:
+    import json
+    from pathlib import Path
+
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--replay {path!r}: cannot read it: {exc.strerror}.") from exc
+    except ValueError as exc:
+        raise UsageError(
+            f"--replay {path!r} is not JSON ({exc}); give the output of ctxmw replay --json."
+        ) from exc
 
 
 def _default_ledgers() -> list[str]:
