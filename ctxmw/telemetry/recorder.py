@@ -284,7 +284,9 @@ class CallRecorder:
             self._digests, self._tracker.tools_digest(tools), transcript, trace, side=side
         )
         prefix, bust = await self._measure(model, messages, tools, kw, rule, provider, shape, side)
-        usage = _read(response, stream, mock=kw.get("mock_response") is not None)
+        usage = _read(response, stream)
+        if kw.get("mock_response") is not None:  # litellm made this usage up: not reported
+            usage = replace(usage, cache_read_tokens=None, cache_write_tokens=None, estimated=True)
         self._tracker.note_reply(reply_of(response))
         self._count(usage)
         if not side:
@@ -422,12 +424,10 @@ def round_latency(seconds: float) -> float:
     return round(max(seconds, 0.0), 6)
 
 
-def _read(response: object, stream: object | None, *, mock: bool = False) -> UsageReport:
-    usage = read_stream_usage(response, stream) if isinstance(response, list | tuple) else None
-    usage = usage if usage is not None else read_usage(response)
-    if mock:  # litellm's mock_response makes up its usage (a fixed prompt count): not reported
-        return replace(usage, cache_read_tokens=None, cache_write_tokens=None, estimated=True)
-    return usage
+def _read(response: object, stream: object | None) -> UsageReport:
+    if isinstance(response, list | tuple):
+        return read_stream_usage(response, stream)
+    return read_usage(response)
 
 
 def _ledger(
