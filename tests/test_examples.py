@@ -21,6 +21,11 @@ PROMISES = {
         "ctxmw stats --check exit code: 1",
         "self-contained",
     ],
+    "drop_in_telemetry.py": [
+        "ctxmw call 2 session=head-",
+        "read=1280 expected=1280 hit=62.6% so far",
+        "openai/gpt-4o      3   4,088  2,560     2,560  62.6%",
+    ],
     "tool_agent.py": [
         "Model calls: 3",
         "I reordered 24",
