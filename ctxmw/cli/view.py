@@ -88,8 +88,9 @@ def _text(content: Any) -> str:
 def _size(message: Message) -> int:
     size = len(_text(message.get("content")))
     for call in tool_calls_of(message):
-        fn = call.get("function") if isinstance(call.get("function"), dict) else {}
-        size += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
+        fn = call.get("function")
+        if isinstance(fn, dict):
+            size += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
     return size
 
 

@@ -23,7 +23,7 @@ import os
 from pathlib import Path
 
 from ctxmw.settings import Settings
-from ctxmw.telemetry.record import LedgerWriter
+from ctxmw.telemetry.record import LedgerWriter, ledger_path
 
 __all__ = [
     "DEFAULT_LEDGER_NAME",
@@ -32,6 +32,7 @@ __all__ = [
     "announce",
     "default_ledger_path",
     "default_ledgers",
+    "ledger_writer",
     "state_dir",
 ]
 
@@ -62,6 +63,19 @@ def default_ledgers(settings: Settings | None = None) -> list[Path]:
     """The default ledger's files that exist, oldest first (what ``ctxmw stats`` reads)."""
     folder = state_dir(settings)
     return [p for p in (folder / OLD_LEDGER_NAME, folder / DEFAULT_LEDGER_NAME) if p.is_file()]
+
+
+def ledger_writer(
+    save_file: str | os.PathLike[str] | None,
+    ledger: str | os.PathLike[str] | None,
+    settings: Settings,
+) -> LedgerWriter | None:
+    """Where a recorder appends: beside its save_file, else ``ledger`` (rotated), else nowhere."""
+    if save_file is not None:
+        return LedgerWriter(ledger_path(save_file))
+    if ledger is not None:
+        return RotatingLedger(ledger, settings.ledger_max_bytes)
+    return None
 
 
 class RotatingLedger(LedgerWriter):

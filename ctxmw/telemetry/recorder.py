@@ -44,6 +44,7 @@ from ctxmw.telemetry.bust import (
     shape_to_json,
 )
 from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.default_ledger import ledger_writer
 from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.marks import payload_marks
@@ -54,7 +55,6 @@ from ctxmw.telemetry.record import (
     LedgerWriter,
     deliver,
     ledger_line,
-    ledger_path,
 )
 from ctxmw.telemetry.record import log_record as _log_record
 from ctxmw.telemetry.response import cost_of, provider_of, reply_of
@@ -109,7 +109,7 @@ class CallRecorder:
         self.settings = settings if settings is not None else Settings()
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
-        self.ledger = _ledger(save_file, ledger, self.settings)
+        self.ledger = ledger_writer(save_file, ledger, self.settings)
         # Tuples, the shared empty one when empty: an empty list is one more tracked object per
         # session for every full gc pass to walk.
         self._held: tuple[bytes, ...] = ()  # ledger lines built by record(hold_ledger=True)
@@ -428,18 +428,6 @@ def _read(response: object, stream: object | None) -> UsageReport:
     if isinstance(response, list | tuple):
         return read_stream_usage(response, stream)
     return read_usage(response)
-
-
-def _ledger(
-    save_file: str | os.PathLike[str] | None, ledger: str | os.PathLike[str] | None, s: Settings
-) -> LedgerWriter | None:
-    if save_file is not None:
-        return LedgerWriter(ledger_path(save_file))
-    if ledger is not None:
-        from ctxmw.telemetry.default_ledger import RotatingLedger
-
-        return RotatingLedger(ledger, s.ledger_max_bytes)
-    return None
 
 
 def _as_list(messages: object) -> list[Any]:
