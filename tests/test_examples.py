@@ -23,7 +23,7 @@ PROMISES = {
     ],
     "drop_in_telemetry.py": [
         "ctxmw call 2 session=head-",
-        "read=1280 expected=1280 hit=62.6% so far",
+        "read=1280 expected=1280 prefix_local=1359 hit=62.6% so far",
         "openai/gpt-4o      3   4,088  2,560     2,560  62.6%",
     ],
     "tool_agent.py": [

@@ -80,7 +80,8 @@ async def test_records_reach_the_ledger_the_logger_and_hooks(
     info = [r.getMessage() for r in caplog.records if r.name == "ctxmw"]
     assert len(info) == 2
     assert info[0].startswith("ctxmw call 1 session=")
-    assert "read=1920 expected=1408 hit=95.7% so far" in info[1]
+    assert "read=1920 expected=1408 prefix_local=" in info[1]
+    assert "hit=95.7% so far" in info[1]
     assert [r.call for r in records] == [1, 2]
 
 

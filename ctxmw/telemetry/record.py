@@ -173,8 +173,8 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         if bust["message_index"] is not None:
             cause += f"@{bust['message_index']}"
     logger.info(
-        "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d hit=%s so far "
-        "rule=%s%s",
+        "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d prefix_local=%d "
+        "hit=%s so far rule=%s%s",
         record.call,
         f" round {record.round}" if record.round else "",
         record.session,
@@ -183,6 +183,7 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         "~" if record.usage_estimated else "",
         "null" if record.cache_read_tokens is None else record.cache_read_tokens,
         record.expected_cached_tokens,
+        record.prefix_tokens_local,
         "null" if hit_rate is None else f"{hit_rate:.1%}",
         record.cache_rule,
         cause,
