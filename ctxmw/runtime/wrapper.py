@@ -124,16 +124,18 @@ async def acompletion(
     history = list(messages or [])
     if chosen.get("session") is None and chosen.get("save_file") is None:
         identity = conversation_identity(rest, head=False)
-        chosen["session"] = (
-            identity.conversation if identity is not None else _by_head(message_dicts(history))
-        )
+        chosen["session"] = identity.conversation if identity is not None else _by_head(history)
     if clock is not None:
         chosen["clock"] = clock
     return await _run(model, history, tools, completion, chosen, rest)
 
 
-def _by_head(history: Sequence[Message]) -> str:
-    return _heads.session_for(history, lambda session: _conversations.in_use((None, session)))
+def _by_head(history: Sequence[Any]) -> str:
+    try:
+        dicts = message_dicts(history)
+    except TypeError:  # not messages at all: the session says so, with the index, right after
+        dicts = [m for m in history if isinstance(m, dict)]
+    return _heads.session_for(dicts, lambda session: _conversations.in_use((None, session)))
 
 
 async def _run(
