@@ -238,3 +238,10 @@ def test_a_strategy_that_busts_every_call_fires_once() -> None:
 def test_one_warm_call_that_kept_its_prefix_is_not_every_call() -> None:
     records = [rec(0), rec(900), *[rec(50, bust=EPOCH)] * 8]
     assert rules_fired(records) == []
+
+
+def test_a_small_summary_call_does_not_cool_the_agents_cache() -> None:
+    summary = openai(0, 300) | {"kind": "summary"}
+    tools = {"cause": "tools", "strategy": None, "message_index": None}
+    records = [openai(0, 2000), openai(1920, 2100), summary, openai(0, 2200, bust=tools)]
+    assert (4, "bust_tools") in rules_fired(records)  # call 4 is warm: the summary cools nothing

@@ -141,7 +141,9 @@ class AlertState:
     def observe(self, record: Mapping[str, Any]) -> list[Alert]:
         """Take the session's next record (a ledger dict); return the rules it made fire."""
         self._calls += 1
-        warm, self._filled = self._filled, fills_cache(record)
+        warm = self._filled
+        if record.get("kind", "agent") == "agent":  # a summary's prompt is not the agent's cache
+            self._filled = fills_cache(record)
         if not warm:  # the cache is filling: the provider could not have read anything yet
             return []
         alerts = [*self._bust(record), *self._every_call(record)]
