@@ -234,3 +234,10 @@ async def test_check_exits_1_on_a_ledger_where_a_strategy_busts_every_call(
     assert "ALERT bust_every_call: Session " in out
     assert "each of its 10 warm calls so far broke the cached prefix" in out
     assert "check: 1 alert(s) over 15 calls" in out
+
+
+def test_follow_with_no_argument_waits_for_the_default_ledger(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["stats", "--follow", "--idle", "0", "--poll", "0.01"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["session", "model", "calls"]

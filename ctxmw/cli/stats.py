@@ -59,7 +59,7 @@ def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> 
 def _cmd_stats(args: argparse.Namespace) -> int:
     from ctxmw.telemetry.stats import load_ledgers, plot_ledger
 
-    args.ledgers = args.ledgers or _default_ledgers()
+    args.ledgers = args.ledgers or _default_ledgers(waits=args.follow)
     if args.follow:
         return _follow(args)
     for path, option in ((args.plot, "--plot"), (args.html, "--html")):
@@ -93,14 +93,17 @@ def _replay(path: str | None) -> Any:
         ) from exc
 
 
-def _default_ledgers() -> list[str]:
+def _default_ledgers(waits: bool) -> list[str]:
+    """The default ledger's files; with ``--follow`` (``waits``) the file to come, if none yet."""
     from ctxmw.settings import Settings
     from ctxmw.telemetry.default_ledger import DEFAULT_LEDGER_NAME, default_ledgers, state_dir
 
     settings = Settings()
     found = default_ledgers(settings)
+    where = state_dir(settings) / DEFAULT_LEDGER_NAME
+    if not found and waits:
+        return [str(where)]
     if not found:
-        where = state_dir(settings) / DEFAULT_LEDGER_NAME
         raise UsageError(
             f"No LEDGER given, and the default ledger {str(where)!r} does not exist yet: calls "
             "made without a save_file write it (unless CTXMW_DEFAULT_LEDGER=false); name "
