@@ -197,24 +197,39 @@ class SaveFileBusy(CtxmwRuntimeError):
 
 
 class SaveFileWriteError(CtxmwRuntimeError):
-    """The save_file could not be written (disk full, permissions); the OSError is chained.
+    """A file of the conversation could not be written (disk full, permissions); the OSError is
+    chained.
 
-    Nothing of the failed write stays in the file; the session keeps the round in memory
-    (``Session.messages``), and its next successful write saves it.
+    The save_file: nothing of the failed write stays in the file; the session keeps the round in
+    memory (``Session.messages``), and its next successful write saves it. An offload record
+    (``what="offload record"``): no record and no temporary file is left, and the prompt that
+    would have named it is not sent; the turn's input waits in ``Session.pending_input``.
 
     Attributes:
-        save_file: the transcript that could not be written.
+        save_file: the file that could not be written (the save_file, or the offload record).
+        what: ``"save_file"`` or ``"offload record"``.
         errno: the operating system's error number, when known.
     """
 
-    def __init__(self, save_file: str, error: OSError) -> None:
+    def __init__(self, save_file: str, error: OSError, *, what: str = "save_file") -> None:
         self.save_file = save_file
+        self.what = what
         self.errno = error.errno
         reason = error.strerror or type(error).__name__
+        if what == "save_file":
+            kept = (
+                "The round is kept in memory and nothing half-written is left in the file: free "
+                "disk space or fix the file's permissions, then call run() on the session to "
+                "save it."
+            )
+        else:
+            kept = (
+                "Nothing was stored and no half-written file is left; the prompt that would "
+                "name it was not sent: free disk space or fix the folder's permissions, then "
+                "call run() on the session (or repeat the call) to send the turn."
+            )
         super().__init__(
-            f"Could not write the save_file {save_file!r}: {reason} (errno {error.errno}). The "
-            "round is kept in memory and nothing half-written is left in the file: free disk "
-            "space or fix the file's permissions, then call run() on the session to save it."
+            f"Could not write the {what} {save_file!r}: {reason} (errno {error.errno}). {kept}"
         )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import tempfile
@@ -48,10 +49,34 @@ class RedisServer:
     def __init__(self, binary: str) -> None:
         self.port = free_port()
         self._dir = tempfile.mkdtemp(prefix="ctxmw-redis-")
-        args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
-        args += ["--appendonly", "no", "--dir", self._dir, "--protected-mode", "no"]
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+        self._args = [binary, "--port", str(self.port), "--bind", "127.0.0.1", "--save", ""]
+        self._args += ["--appendonly", "no", "--dir", self._dir, "--protected-mode", "no"]
+        self._proc = self._start()
+
+    def _start(self) -> subprocess.Popen[bytes]:
+        self._proc = subprocess.Popen(
+            self._args, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT
+        )
         self._wait()
+        return self._proc
+
+    def kill(self) -> None:
+        """SIGKILL: the server and everything it held are gone (:meth:`restart` brings it
+        back, empty, on the same port)."""
+        self._proc.kill()
+        self._proc.wait()
+
+    def restart(self) -> None:
+        """Start the server again on its port, after :meth:`kill`."""
+        self._start()
+
+    def pause(self) -> None:
+        """SIGSTOP: the server accepts connections and never answers (a hung Redis)."""
+        self._proc.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """SIGCONT after :meth:`pause`."""
+        self._proc.send_signal(signal.SIGCONT)
 
     @property
     def url(self) -> str:
@@ -73,6 +98,7 @@ class RedisServer:
 
     def stop(self) -> None:
         """Stop the server and remove its folder."""
+        self.resume()
         self._proc.terminate()
         try:
             self._proc.wait(timeout=10)

@@ -38,6 +38,13 @@ PROMISES = {
         "answer: Paris.",
         "saved now: ['user', 'assistant']",
     ],
+    "save_file_faults.py": [
+        "full disk: agent.jsonl not written, errno 27",
+        "bytes in the save_file: 0",
+        "after freeing space: The log is fine. tools run: 1",
+        "sent after the crash: ['user', 'user'] tools run again: []",
+        "set aside, still in the file: ['user', 'assistant']",
+    ],
     "frameworks_openai_agents.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],

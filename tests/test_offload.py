@@ -27,6 +27,7 @@ from ctxmw.context.offload import (
     handle_for,
     store_dir,
 )
+from ctxmw.strategies import offload as offload_strategy
 from ctxmw.strategies.offload import Offload
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import call, call_points, group, quarter_counter, transcripts
@@ -115,13 +116,15 @@ def test_the_preview_is_frozen_even_if_the_settings_change(store: MemoryResultSt
     assert later[2]["content"] == first[2]["content"]
 
 
-def test_without_any_store_results_are_sent_unchanged_with_a_warning(
-    caplog: pytest.LogCaptureFixture,
+def test_without_any_store_results_are_sent_unchanged_with_a_warning_once(
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    msgs = history(BIG)
+    monkeypatch.setattr(offload_strategy, "_warned", set())
+    msgs = history(BIG, BIG + "more")
     out = run(msgs, StrategyContext(settings=options()))
     assert out is msgs
-    assert "nowhere to keep" in caplog.text
+    assert run(msgs, StrategyContext(settings=options())) is msgs
+    assert caplog.text.count("nowhere to keep") == 1
 
 
 def test_the_file_store_sits_beside_the_save_file_and_is_owner_only(tmp_path: Path) -> None:
@@ -142,11 +145,11 @@ def test_the_file_store_sits_beside_the_save_file_and_is_owner_only(tmp_path: Pa
 
 def test_the_file_store_reads_back_and_keeps_the_first_record(tmp_path: Path) -> None:
     store = FileResultStore(tmp_path / "s")
-    first = OffloadedResult("0123456789abcdef", "c", "read", "original", "preview")
+    first = OffloadedResult(handle_for("c", "original"), "c", "read", "original", "preview")
 
     async def main() -> tuple[Any, Any, Any]:
         await store.put(first)
-        await store.put(OffloadedResult("0123456789abcdef", "c", "read", "other", "other"))
+        await store.put(OffloadedResult(first.handle, "c", "read", "other", "other"))
         return await store.get(first.handle), await store.get("0" * 16), await store.get("../x")
 
     assert anyio.run(main) == (first, None, None)
@@ -170,7 +173,7 @@ def test_expand_returns_slices_and_explains_bad_arguments(store: MemoryResultSto
     assert ask(h, 8) == f"[{h}: characters 8-10 of 10; the end]\nij"
     assert ask(h, 0, 100, max_chars=4).endswith("\nabcd")
     assert ask("nope").startswith("Error: 'nope' is not a handle")
-    assert ask("f" * 16).startswith("Error: no offloaded result")
+    assert ask("f" * 16).startswith("Error: the original of 'ffffffffffffffff' is gone")
     assert ask(h, 11).startswith("Error: offset=11 must be an integer from 0 to 10")
     assert ask(h, True).startswith("Error: offset=True")
     assert ask(h, 0, 0).startswith("Error: limit=0 must be an integer >= 1")

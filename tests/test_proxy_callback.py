@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from ctxmw.proxy import CtxmwProxyHook, ProxyConfig, config_from_mapping
+from ctxmw.proxy.tenancy import scope_of
 from ctxmw.state import MemoryState, State
 from ctxmw.testing import text, usage
 from ctxmw.types import Messages
@@ -26,8 +27,22 @@ _ids = itertools.count()
 class Key:
     """The bits of the proxy's ``UserAPIKeyAuth`` the hook reads."""
 
-    def __init__(self, alias: str | None = None, metadata: dict[str, Any] | None = None) -> None:
-        self.key_alias, self.metadata, self.token = alias, metadata or {}, "hashed-token-value"
+    def __init__(
+        self,
+        alias: str | None = None,
+        metadata: dict[str, Any] | None = None,
+        *,
+        team: str | None = None,
+        user: str | None = None,
+        token: str = "hashed-token-value",
+    ) -> None:
+        self.key_alias, self.metadata, self.token = alias, metadata or {}, token
+        self.team_id, self.user_id = team, user
+
+
+def scoped(name: str = "conv", key: Key | None = None) -> str:
+    """The id a conversation's state is kept under: the key's scope, then the client's id."""
+    return f"{scope_of(key or Key())}/{name}"
 
 
 def make_hook(state: State, **section: Any) -> CtxmwProxyHook:
@@ -61,8 +76,7 @@ async def send(
         "messages": messages,
         "litellm_call_id": call_id,
     }
-    sent = await hook.async_pre_call_deployment_hook(kwargs, None)
-    assert sent is not None
+    sent = await hook.async_pre_call_deployment_hook(kwargs, None) or kwargs  # None: unchanged
     if fail:
         await hook.async_post_call_failure_hook(data, RuntimeError("upstream down"), key or Key())
     else:
@@ -79,7 +93,7 @@ def ledger_of(data: dict[str, Any]) -> dict[str, Any]:
 async def test_two_replicas_alternating_send_and_record_what_one_process_would() -> None:
     state = MemoryState()
     replicas = [make_hook(state), make_hook(state)]
-    oracle = Oracle("conv", MODEL, API_BASE)
+    oracle = Oracle(scoped("conv"), MODEL, API_BASE)
     for i in range(20):
         prompt, data = await send(replicas[i % 2], history(i))
         expected_prompt, expected_record = await oracle.call(history(i))
@@ -99,7 +113,7 @@ async def test_without_a_shared_state_the_second_replica_starts_over() -> None:
 async def test_a_note_is_delivered_once_by_whichever_replica_serves_next() -> None:
     state = MemoryState()
     a, b = make_hook(state), make_hook(state)
-    await state.push_note("conv", "note", "Focus on module 3.")
+    await state.push_note(scoped(), "note", "Focus on module 3.")
     first, _ = await send(b, history(1))
     assert first[-1] == {"role": "user", "content": "Focus on module 3."}
     second, _ = await send(a, history(2))
@@ -110,7 +124,7 @@ async def test_a_note_is_delivered_once_by_whichever_replica_serves_next() -> No
 async def test_a_failed_request_gives_its_notes_back() -> None:
     state = MemoryState()
     a, b = make_hook(state), make_hook(state)
-    await state.push_note("conv", "note", "retry me")
+    await state.push_note(scoped(), "note", "retry me")
     failed, _ = await send(a, history(1), fail=True)
     assert failed[-1]["content"] == "retry me"
     retried, _ = await send(b, history(1))
@@ -122,7 +136,7 @@ async def test_a_failed_request_gives_its_notes_back() -> None:
 async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None:
     state = MemoryState()
     a, b = make_hook(state), make_hook(state)
-    await state.push_note("conv", "note", "owed")
+    await state.push_note(scoped(), "note", "owed")
     data: dict[str, Any] = {
         "model": "agent",
         "messages": history(1),
@@ -132,7 +146,7 @@ async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None
     await a.async_pre_call_hook(Key(), None, data, "acompletion")  # ... and no end hook: killed
     retried, _ = await send(b, history(1))
     assert retried[-1]["content"] == "owed"
-    assert await state.pending_notes("conv") == []
+    assert await state.pending_notes(scoped()) == []
 
 
 async def test_abort_answers_the_request_with_its_reason_and_keeps_the_notes() -> None:
@@ -140,13 +154,15 @@ async def test_abort_answers_the_request_with_its_reason_and_keeps_the_notes() -
 
     state = MemoryState()
     hook = make_hook(state)
-    await state.push_note("conv", "note", "before")
-    await state.push_note("conv", "abort", "Budget reached.")
-    await state.push_note("conv", "note", "after")
+    await state.push_note(scoped(), "note", "before")
+    await state.push_note(scoped(), "abort", "Budget reached.")
+    await state.push_note(scoped(), "note", "after")
     with pytest.raises(HTTPException) as raised:
         await send(hook, history(1))
     assert raised.value.status_code == 400
-    assert "'conv' was aborted through its inbox: Budget reached." in str(raised.value.detail)
+    assert f"{scoped()!r} was aborted through its inbox: Budget reached." in str(
+        raised.value.detail
+    )
     prompt, _ = await send(hook, history(1))
     assert [m["content"] for m in prompt[-2:]] == ["before", "after"]
 
@@ -154,52 +170,88 @@ async def test_abort_answers_the_request_with_its_reason_and_keeps_the_notes() -
 async def test_without_inbox_in_the_list_notes_wait() -> None:
     state = MemoryState()
     hook = make_hook(state, settings={**FLEET_SETTINGS, "prompt_strategies": "none"})
-    await state.push_note("conv", "note", "later")
+    await state.push_note(scoped(), "note", "later")
     prompt, _ = await send(hook, history(1))
     assert prompt == history(1)
-    assert [n.text for n in await state.pending_notes("conv")] == ["later"]
+    assert [n.text for n in await state.pending_notes(scoped())] == ["later"]
 
 
-async def test_options_layer_model_key_and_request() -> None:
+async def test_options_layer_model_group_then_key_alias() -> None:
     hook = make_hook(
         MemoryState(),
-        models={"agent": {"epoch_size": 7}},
+        models={"agent": {"prompt_strategies": "shorten_tools_epoch"}},
         keys={"ci-bot": {"prompt_strategies": "none"}},
     )
+    assert (await send(hook, history(12)))[0] != history(12)  # the model group's list
     prompt, _ = await send(hook, history(12), key=Key("ci-bot"))
-    assert prompt == history(12)  # the key's "none" beat the config's list
-    prompt, _ = await send(
-        hook,
-        history(12),
-        key=Key("ci-bot"),
-        metadata={"ctxmw": {"prompt_strategies": "shorten_tools_epoch"}},
-    )
-    assert prompt != history(12)  # the request's list beat the key's
+    assert prompt == history(12)  # the key alias's "none" beat the model group's list
 
 
-async def test_a_key_metadata_section_counts_like_a_keys_entry() -> None:
-    hook = make_hook(MemoryState())
-    key = Key(metadata={"ctxmw": {"prompt_strategies": "none"}})
-    prompt, _ = await send(hook, history(12), key=key)
-    assert prompt == history(12)
-
-
-async def test_a_bad_request_option_is_a_400_naming_it() -> None:
+async def test_request_options_are_refused_by_default_naming_them() -> None:
     HTTPException = pytest.importorskip("fastapi").HTTPException
 
     hook = make_hook(MemoryState())
+    for ctxmw in ({"prompt_strategies": "none"}, {"epoch_size": 3}):
+        with pytest.raises(HTTPException) as raised:
+            await send(hook, history(12), metadata={"ctxmw": ctxmw})
+        assert raised.value.status_code == 400
+        assert f"sets {next(iter(ctxmw))!r}" in str(raised.value.detail)
+        assert "it allows none" in str(raised.value.detail)
+
+
+async def test_a_keys_own_metadata_is_a_tenants_and_follows_the_same_rule() -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException
+
+    hook = make_hook(MemoryState())
+    key = Key(metadata={"ctxmw": {"prompt_strategies": "none"}})
+    with pytest.raises(HTTPException, match=r"the key's metadata\.ctxmw sets 'prompt_strategies'"):
+        await send(hook, history(12), key=key)
+    allowing = make_hook(MemoryState(), request_options=["short_output_length"])
+    key = Key(metadata={"ctxmw": {"short_output_length": 50}})
+    shorter, _ = await send(allowing, history(12), key=key, session="a")
+    default, _ = await send(allowing, history(12), session="b")
+    assert len(str(shorter)) < len(str(default))
+
+
+async def test_allowed_request_options_may_narrow_the_strategies_but_keep_inbox() -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException
+
+    hook = make_hook(MemoryState(), request_options=["prompt_strategies", "epoch_size"])
+    for refused, reason in (
+        ("none", "drops 'inbox'"),
+        ("shorten_tools_epoch_increment", "drops 'inbox'"),
+        ("summarize,inbox", "'summarize'] is not among them"),
+    ):
+        with pytest.raises(HTTPException) as raised:
+            await send(hook, history(12), metadata={"ctxmw": {"prompt_strategies": refused}})
+        assert reason in str(raised.value.detail), refused
+    narrowed, _ = await send(hook, history(12), metadata={"ctxmw": {"prompt_strategies": "inbox"}})
+    assert narrowed == history(12)  # inbox alone: nothing shortened, the abort switch kept
+
+
+async def test_a_bad_allowed_option_is_a_400_naming_it() -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException
+
+    hook = make_hook(MemoryState(), request_options=["epoch_size"])
     with pytest.raises(HTTPException) as raised:
         await send(hook, history(1), metadata={"ctxmw": {"epoch_size": "many"}})
     assert raised.value.status_code == 400
     assert "epoch_size" in str(raised.value.detail)
-    with pytest.raises(HTTPException, match=r"no_such_strategy"):
-        await send(hook, history(1), metadata={"ctxmw": {"prompt_strategies": "no_such_strategy"}})
 
 
-async def test_request_options_can_be_turned_off() -> None:
-    hook = make_hook(MemoryState(), request_options=False)
-    prompt, _ = await send(hook, history(12), metadata={"ctxmw": {"prompt_strategies": "none"}})
-    assert prompt != history(12)
+async def test_options_are_taken_out_of_the_request_wherever_they_came() -> None:
+    hook = make_hook(MemoryState(), request_options=["epoch_size"])
+    call_id = f"call-{next(_ids)}"
+    data: dict[str, Any] = {
+        "model": "agent",
+        "messages": history(3),
+        "litellm_call_id": call_id,
+        "metadata": {"ctxmw": {"epoch_size": 2}, "user_api_key_hash": "h"},
+        "extra_body": {"metadata": {"ctxmw": {"epoch_size": 3}}},
+    }
+    await hook.async_pre_call_hook(Key(), None, data, "acompletion")
+    assert "ctxmw" not in repr(data)
+    assert data["metadata"] == {"user_api_key_hash": "h"}
 
 
 async def test_the_head_digest_keys_a_conversation_without_a_session_id() -> None:
@@ -209,7 +261,7 @@ async def test_the_head_digest_keys_a_conversation_without_a_session_id() -> Non
     _, data = await send(b, history(2), session=None)
     entry = ledger_of(data)
     assert entry["identity"] == "head"
-    assert entry["session"].startswith("head-")
+    assert entry["session"].startswith(scoped("head-"))
     assert entry["round"] == 1
 
 

@@ -65,3 +65,43 @@ def test_a_section_that_is_not_a_mapping_is_refused() -> None:
 def test_the_ledger_path_names_the_replica() -> None:
     config = config_from_mapping({"ctxmw": {"ledger": "/logs/{replica}.jsonl", "replica": "r1"}})
     assert str(config.ledger_path()) == "/logs/r1.jsonl"
+
+
+def test_request_options_are_off_by_default_and_a_list_when_on() -> None:
+    assert config_from_mapping({}).request_options == ()
+    on = config_from_mapping({"ctxmw": {"request_options": ["epoch_size", "prompt_strategies"]}})
+    assert on.request_options == ("epoch_size", "prompt_strategies")
+    with pytest.raises(SettingsError, match=r"a list of the setting names.*got True"):
+        config_from_mapping({"ctxmw": {"request_options": True}})
+    with pytest.raises(SettingsError, match=r"'epoch_sise', which is not a ctxmw setting"):
+        config_from_mapping({"ctxmw": {"request_options": ["epoch_sise"]}})
+
+
+@pytest.mark.parametrize("name", ["summary_model", "durable_patterns"])
+def test_no_allow_list_can_let_a_tenant_name_a_model_or_run_a_regex(name: str) -> None:
+    with pytest.raises(SettingsError, match=rf"lists '{name}', which no request may set"):
+        config_from_mapping({"ctxmw": {"request_options": [name]}})
+
+
+@pytest.mark.parametrize(
+    "section",
+    [
+        {"settings": {"prompt_strategies": "offload,inbox"}},
+        {"models": {"agent": {"prompt_strategies": "offload"}}},
+        {"keys": {"bot": {"prompt_strategies": "inbox,offload"}}},
+    ],
+)
+def test_offload_is_refused_in_the_proxy_with_the_reason(section: dict[str, object]) -> None:
+    with pytest.raises(SettingsError, match=r"'offload' strategy cannot run in the proxy"):
+        config_from_mapping({"ctxmw": section})
+
+
+def test_the_state_failure_policy_is_closed_by_default_and_checked() -> None:
+    config = config_from_mapping({})
+    assert (config.on_state_error, config.state_timeout) == ("closed", 2.0)
+    opened = config_from_mapping({"ctxmw": {"on_state_error": "open", "state_timeout": 0.5}})
+    assert (opened.on_state_error, opened.state_timeout) == ("open", 0.5)
+    with pytest.raises(SettingsError, match=r"on_state_error must be one of.*got 'ajar'"):
+        config_from_mapping({"ctxmw": {"on_state_error": "ajar"}})
+    with pytest.raises(SettingsError, match=r"state_timeout must be .*got 0"):
+        config_from_mapping({"ctxmw": {"state_timeout": 0}})

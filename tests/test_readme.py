@@ -104,6 +104,19 @@ def test_relative_links_point_to_existing_files(page: Path) -> None:
     targets = [t for t in LINK.findall(_prose(page)) if "://" not in t and not t.startswith("#")]
     missing = [t for t in targets if not (page.parent / t.split("#", 1)[0]).exists()]
     assert not missing, f"{_name(page)} links to missing files: {missing}"
+    anchors = [t for t in targets if "#" in t and t not in missing]
+    dangling = [t for t in anchors if _slug(t) not in _anchors(page.parent / t.split("#")[0])]
+    assert not dangling, f"{_name(page)} links to missing headings: {dangling}"
+
+
+def _slug(target: str) -> str:
+    return target.split("#", 1)[1]
+
+
+def _anchors(page: Path) -> set[str]:
+    """GitHub's anchors of a page's headings: lower case, punctuation dropped, spaces to -."""
+    headings = re.findall(r"^#+ (.+)$", _prose(page), flags=re.MULTILINE)
+    return {re.sub(r"[^\w\- ]", "", h.strip().lower()).replace(" ", "-") for h in headings}
 
 
 def test_the_docs_index_lists_every_page() -> None:

@@ -132,3 +132,38 @@ def _position(transcript: list[dict[str, Any]], call: dict[str, Any]) -> int:
     """Where, in the transcript, the messages after ``call``'s prompt begin."""
     last = call["messages"][-1]
     return max(i for i, m in enumerate(transcript) if m == last) + 1
+
+
+async def test_a_summary_never_takes_the_sessions_endpoint_and_key_to_another_provider(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fake = FakeCompletion(*[agent(12)] * 40)
+    convo = session(tmp_path, fake, summary_mode="cheap", summary_model="anthropic/claude-haiku")
+    await convo.ask("Add the numbers, one call at a time. " + FILLER)
+    cheap = [c for c in fake.calls if c["messages"][0]["role"] == "system"]
+    assert cheap, "no summary call was made"
+    assert {(c["model"], c["api_base"], c["api_key"]) for c in cheap} == {
+        (MODEL, "http://127.0.0.1:9/v1", "sk-test")
+    }
+    assert "the summary uses 'openai/gpt-4o-mini' instead" in caplog.text
+
+
+async def test_the_stateless_path_sends_a_summary_to_the_calls_own_deployment(
+    tmp_path: Path,
+) -> None:
+    fake = FakeCompletion(*[agent(12)] * 40)
+    await ctxmw.acompletion(
+        MODEL,
+        [{"role": "user", "content": "Add the numbers, one call at a time. " + FILLER}],
+        tools=[add],
+        completion=fake,
+        prompt_strategies="summarize",
+        strategy_options=OPTIONS,
+        api_base="http://127.0.0.1:9/v1",
+        api_key="sk-test",
+    )
+    summaries = [c for c in fake.calls if is_summary_request(c)]
+    assert summaries
+    assert {(c["model"], c["api_base"], c["api_key"]) for c in summaries} == {
+        (MODEL, "http://127.0.0.1:9/v1", "sk-test")
+    }

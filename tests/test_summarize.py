@@ -89,8 +89,10 @@ def test_a_summary_that_drops_an_id_is_rejected(caplog: pytest.LogCaptureFixture
 def test_a_failing_call_falls_back_to_truncation(caplog: pytest.LogCaptureFixture) -> None:
     msgs = durable_trace()
     with caplog.at_level(logging.WARNING, logger="ctxmw"):
-        out, _ = run(msgs, FakeCompletion(TimeoutError("slow")), settings_for(msgs))
-    assert "summary call to 'gpt-4o-mini' failed: TimeoutError: slow" in caplog.text
+        failure = TimeoutError("provider said: RA123456789DE is not a parcel")
+        out, _ = run(msgs, FakeCompletion(failure), settings_for(msgs))
+    assert "summary call to 'gpt-4o-mini' failed (TimeoutError)." in caplog.text
+    assert "RA123456789DE" not in caplog.text  # a provider's error text may quote the prompt
     assert out[2]["content"].startswith("[Summary of 20 earlier messages")
 
 

@@ -74,7 +74,14 @@ async def test_the_next_run_after_a_torn_first_result_sends_no_unanswered_call(
     fake = FakeCompletion(text("resumed"))
     await Session(MODEL, save_file=path, completion=fake).run()
     assert [m["role"] for m in fake.prompts[0]] == ["user"]
-    assert [m["role"] for m in lines(path)] == ["user", "assistant"]
+    assert [m.get("content") for m in await TranscriptFile(path).load()] == ["go", "resumed"]
+    # The call is set aside, not cut: it stays in the file as an earlier revision.
+    assert [m.get("role", m.get("ctxmw")) for m in lines(path)] == [
+        "user",
+        "assistant",
+        "edit",
+        "assistant",
+    ]
 
 
 def full_disk(monkeypatch: pytest.MonkeyPatch) -> list[int]:

@@ -10,8 +10,10 @@ Stores:
 
 * :class:`FileResultStore`: one JSON file per handle in a folder beside the save_file
   (``dir/agent.jsonl`` -> ``dir/agent.offload/``, see :func:`store_dir`), owner-only (folder
-  ``0o700``, files ``0o600``, under any umask), written to a temporary file, fsynced and renamed
-  into place, so a crash leaves either the whole record or none.
+  ``0o700``, files ``0o600``, under any umask), written whole to a temporary file, fsynced and
+  renamed into place, so a crash leaves either the whole record or none; a write that fails (a
+  full disk) raises :class:`~ctxmw.errors.SaveFileWriteError` and leaves nothing. A damaged
+  record is reported once and read as missing; symbolic links are never followed.
 * :class:`MemoryResultStore`: a dict, for sessions without a save_file (and for replay).
 
 Any object with the two async methods of :class:`ResultStore` works (a shared store for a fleet
@@ -22,18 +24,14 @@ Stateless callers answer the model's ``ctxmw_expand`` calls with :func:`answer_e
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
-import re
-import tempfile
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
-import anyio.to_thread
-
+from ctxmw.context._file_store import FileResultStore
+from ctxmw.context._record import HANDLE, OffloadedResult, handle_for
 from ctxmw.errors import UsageError
 
 __all__ = [
@@ -72,35 +70,8 @@ EXPAND_TOOL: dict[str, Any] = {
 }
 """The retrieval tool's schema: the same dict in every prompt of every session."""
 
-_HANDLE = re.compile(r"[0-9a-f]{16}")
-
-
-@dataclass(frozen=True, slots=True)
-class OffloadedResult:
-    """One offloaded tool result.
-
-    Attributes:
-        handle: 16 hex digits, derived from the call id and the content.
-        tool_call_id: the id of the call the result answers.
-        tool_name: the tool's name.
-        content: the original result text.
-        preview: what the model is shown instead (frozen: the same on every call).
-    """
-
-    handle: str
-    tool_call_id: str
-    tool_name: str
-    content: str
-    preview: str
-
-    def to_json(self) -> bytes:
-        """The stored form."""
-        return json.dumps(asdict(self), ensure_ascii=False).encode("utf-8", "surrogatepass")
-
-    @classmethod
-    def from_json(cls, data: bytes) -> OffloadedResult:
-        """Read the stored form back."""
-        return cls(**json.loads(data.decode("utf-8", "surrogatepass")))
+ECHO_CHARS = 100
+"""The most of a bad argument an error text repeats (see :func:`echo`)."""
 
 
 @runtime_checkable
@@ -131,61 +102,6 @@ class MemoryResultStore:
         return self._records.get(handle)
 
 
-class FileResultStore:
-    """One owner-only JSON file per handle in ``directory`` (created on the first put).
-
-    Args:
-        directory: the folder; :func:`store_dir` gives the one beside a save_file.
-    """
-
-    def __init__(self, directory: str | os.PathLike[str]) -> None:
-        self.directory = Path(directory)
-
-    async def put(self, record: OffloadedResult) -> None:
-        """Write ``record`` crash-safely, unless its handle is already stored."""
-        await anyio.to_thread.run_sync(self._put, record)
-
-    async def get(self, handle: str) -> OffloadedResult | None:
-        """The record of ``handle``, or None (also for a string that is not a handle)."""
-        if not _HANDLE.fullmatch(handle):
-            return None
-        return await anyio.to_thread.run_sync(self._get, handle)
-
-    def _put(self, record: OffloadedResult) -> None:
-        path = self._path(record.handle)
-        if path.exists():
-            return
-        self.directory.mkdir(mode=0o700, parents=True, exist_ok=True)
-        os.chmod(self.directory, 0o700)  # mkdir's mode is filtered by the umask
-        fd, tmp = tempfile.mkstemp(dir=self.directory, prefix=".", suffix=".tmp")  # 0o600
-        try:
-            os.write(fd, record.to_json())
-            os.fsync(fd)
-        finally:
-            os.close(fd)
-        os.replace(tmp, path)
-        _fsync_dir(self.directory)
-
-    def _get(self, handle: str) -> OffloadedResult | None:
-        try:
-            return OffloadedResult.from_json(self._path(handle).read_bytes())
-        except FileNotFoundError:
-            return None
-
-    def _path(self, handle: str) -> Path:
-        if not _HANDLE.fullmatch(handle):
-            raise UsageError(f"{handle!r} is not an offload handle (16 hex digits).")
-        return self.directory / f"{handle}.json"
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
-
-
 def store_dir(save_file: str | os.PathLike[str]) -> Path:
     """The folder beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.offload/``.
 
@@ -193,13 +109,6 @@ def store_dir(save_file: str | os.PathLike[str]) -> Path:
     """
     path = Path(save_file)
     return path.with_name(f"{path.stem if path.suffix else path.name}.offload")
-
-
-def handle_for(tool_call_id: str, content: str) -> str:
-    """The handle of one result: the same call id and content always give the same handle."""
-    h = hashlib.sha256(tool_call_id.encode("utf-8", "surrogatepass") + b"\0")
-    h.update(content.encode("utf-8", "surrogatepass"))
-    return h.hexdigest()[:16]
 
 
 async def expand(
@@ -214,19 +123,32 @@ async def expand(
         limit: how many characters (default and at most ``max_chars``).
         max_chars: the largest slice one call returns (the ``offload_expand_max_chars`` setting).
     """
-    if not isinstance(handle, str) or not _HANDLE.fullmatch(handle):
-        return f"Error: {handle!r} is not a handle; copy the 16 hex digits the preview names."
+    if not isinstance(handle, str) or not HANDLE.fullmatch(handle):
+        return f"Error: {echo(handle)} is not a handle; copy the 16 hex digits the preview names."
     record = await store.get(handle)
     if record is None:
-        return f"Error: no offloaded result has the handle {handle!r}."
+        return (
+            f"Error: the original of {handle!r} is gone (never stored here, or its record was "
+            "lost or damaged): it cannot be read back. Work from the preview, or run the tool "
+            "again if you need its output."
+        )
     total = len(record.content)
     if not _int(offset) or not 0 <= offset <= total:
-        return f"Error: offset={offset!r} must be an integer from 0 to {total} (the length)."
+        return f"Error: offset={echo(offset)} must be an integer from 0 to {total} (the length)."
     if limit is not None and (not _int(limit) or limit < 1):
-        return f"Error: limit={limit!r} must be an integer >= 1 (at most {max_chars})."
+        return f"Error: limit={echo(limit)} must be an integer >= 1 (at most {max_chars})."
     end = min(offset + min(limit or max_chars, max_chars), total)
     rest = "the end" if end == total else f"next offset {end}"
     return f"[{handle}: characters {offset}-{end} of {total}; {rest}]\n{record.content[offset:end]}"
+
+
+def echo(value: Any, limit: int = ECHO_CHARS) -> str:
+    """``repr(value)``, cut to about ``limit`` characters: an error text never repeats a huge
+    argument back to the model (it would cost as much as the original it stands for)."""
+    text = repr(value)
+    if len(text) <= limit:
+        return text
+    return f"{text[: limit - 20]}... ({len(text)} characters in all)"
 
 
 def _int(value: Any) -> bool:
@@ -251,15 +173,15 @@ async def answer_expand(
     name = function.get("name") if isinstance(function, Mapping) else None
     if name != EXPAND_TOOL_NAME:
         raise UsageError(
-            f"answer_expand got a call of {name!r}; it answers {EXPAND_TOOL_NAME!r} calls only."
+            f"answer_expand got a call of {echo(name)}; it answers {EXPAND_TOOL_NAME!r} calls only."
         )
     raw = function.get("arguments") if isinstance(function, Mapping) else None
     try:
         args = json.loads(raw) if isinstance(raw, str) and raw.strip() else {}
-    except ValueError:
+    except (ValueError, RecursionError):  # RecursionError: thousands of nested brackets
         args = None
     if not isinstance(args, dict):
-        text = f"Error: the arguments {raw!r} are not a JSON object."
+        text = f"Error: the arguments {echo(raw)} are not a JSON object."
     else:
         text = await expand(
             store, args.get("handle"), args.get("offset", 0), args.get("limit"), max_chars=max_chars

@@ -36,6 +36,8 @@ class Pending:
         trace: ``(strategy, output)`` per strategy.
         stats: the strategies' ``ctx.stats``.
         started: ``time.perf_counter()`` when the deployment hook handed the request on.
+        passthrough: the shared state failed and the policy is ``open``: the caller's messages
+            go upstream unchanged, and nothing is recorded.
     """
 
     identity: Identity
@@ -48,6 +50,7 @@ class Pending:
     trace: list[tuple[str, Messages]] = field(default_factory=list)
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = 0.0
+    passthrough: bool = False
 
 
 class PendingRequests:

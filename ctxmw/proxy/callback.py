@@ -2,10 +2,13 @@
 
 A request's path through the hooks (all in the process that accepted it):
 
-1. ``async_pre_call_hook`` (the model group is known): the conversation's identity
-   (:mod:`ctxmw.runtime.identity`), its settings (config, model group, key, request;
-   :mod:`ctxmw.proxy.config`), and, when ``inbox`` is in the strategy list, its inbox notes,
-   claimed atomically in the shared state. An ``abort`` note answers the request with HTTP 400.
+1. ``async_pre_call_hook`` (the model group is known): the conversation's identity, scoped by
+   the key's owner (:mod:`ctxmw.proxy.tenancy`), its settings (config, model group, key alias,
+   and what the operator lets a tenant set; :mod:`ctxmw.proxy.config`), and, when ``inbox`` is
+   in the strategy list, its inbox notes, claimed atomically in the shared state. An ``abort``
+   note answers the request with HTTP 400; a shared state that does not answer in time, HTTP
+   503 or the caller's messages unchanged (:mod:`ctxmw.proxy._guard`). ctxmw's options are
+   removed from the request wherever they came (``metadata``, ``extra_body.metadata``, ...).
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
    strategies run on the caller's messages, ``inbox`` appending the claimed notes, with the
    conversation's memo as this replica last left it (:mod:`ctxmw.runtime.conversations`, as the
@@ -13,11 +16,13 @@ A request's path through the hooks (all in the process that accepted it):
    built-in strategies the memo caches what the history determines (the cold-cache clock is off
    in the proxy: no ``now``), so a replica that did not serve the previous request computes the
    same prompt from the history; ``summarize``'s last fold is the one exception (another
-   replica summarises anew, as every request did before the memo was kept).
+   replica summarises anew). A strategy's own call (a summary) goes to this deployment with
+   the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`).
 3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
-   the same happens once the stream has been read to its end.
+   the same happens once the stream has been read to its end. None of it can turn the answer
+   into an error: a failure is logged without content and counted.
 4. ``async_post_call_failure_hook``: the claimed notes go back to the inbox.
 """
 
@@ -34,16 +39,21 @@ from typing import Any
 from litellm.integrations.custom_logger import CustomLogger
 
 from ctxmw.errors import CtxmwError, UsageError
+from ctxmw.proxy._guard import StateUnavailable, after_answer, before_upstream, failed
 from ctxmw.proxy._pending import Pending, PendingRequests
+from ctxmw.proxy._request import checked_messages, nested_too_deep
+from ctxmw.proxy._side_call import DeploymentCall
 from ctxmw.proxy.config import ProxyConfig, load_config
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
 from ctxmw.proxy.metrics import Metrics
 from ctxmw.proxy.telemetry import FleetRecorders
+from ctxmw.proxy.tenancy import scoped_identity, tenant_overrides
 from ctxmw.runtime.conversations import Conversations
-from ctxmw.runtime.identity import conversation_identity
+from ctxmw.runtime.options import pop_ctxmw_entries
 from ctxmw.settings import Settings
 from ctxmw.state import Note, State, open_state
 from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
+from ctxmw.telemetry.record import CallRecord
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["CtxmwProxyHook"]
@@ -98,12 +108,14 @@ class CtxmwProxyHook(CustomLogger):
         if _call_name(call_type) not in _CHAT_CALLS or not isinstance(messages, list):
             return None
         try:
-            pending = self._plan(data, user_api_key_dict, messages)
+            pending = self._plan(data, user_api_key_dict, checked_messages(messages))
         except UsageError as exc:
             raise _http_error(400, str(exc)) from exc
+        except RecursionError as exc:
+            raise _http_error(400, nested_too_deep(messages)) from exc
         call_id = str(data.get("litellm_call_id") or "")
         if any(name == "inbox" for name, _ in pending.strategies):
-            pending.notes = await self._claim(pending, call_id)
+            await self._claim_or_policy(pending, call_id)
         self._pending.put(call_id, pending)
         return None
 
@@ -112,8 +124,18 @@ class CtxmwProxyHook(CustomLogger):
     ) -> dict[str, Any] | None:
         """Run the strategies on the caller's messages; the returned kwargs are sent."""
         pending = self._pending.get(kwargs.get("litellm_call_id"))
-        if pending is None:
+        if pending is None or pending.passthrough:
             return None
+        try:
+            prompt = await self._prompt(pending, kwargs)
+        except RecursionError as exc:
+            raise _http_error(400, nested_too_deep(pending.transcript)) from exc
+        sent = {**kwargs, "messages": prompt}
+        pending.wire = _wire(sent)
+        pending.started = time.perf_counter()
+        return sent
+
+    async def _prompt(self, pending: Pending, kwargs: dict[str, Any]) -> Messages:
         conversation = pending.identity.conversation
         entry = self._memos.check_out(conversation)
         setup = (pending.settings, [name for name, _ in pending.strategies])
@@ -121,6 +143,7 @@ class CtxmwProxyHook(CustomLogger):
             settings=pending.settings,
             model=str(kwargs.get("model") or ""),
             memo=entry.memo_for(setup),
+            completion=DeploymentCall(kwargs),
             cache_control_injection_points=kwargs.get("cache_control_injection_points") or (),
         )
         chain = [
@@ -128,13 +151,9 @@ class CtxmwProxyHook(CustomLogger):
         ]
         pending.trace, pending.stats = [], ctx.stats
         try:
-            prompt = await apply_strategies(pending.transcript, chain, ctx, trace=pending.trace)
+            return await apply_strategies(pending.transcript, chain, ctx, trace=pending.trace)
         finally:
             self._memos.check_in(conversation, entry)
-        sent = {**kwargs, "messages": prompt}
-        pending.wire = _wire(sent)
-        pending.started = time.perf_counter()
-        return sent
 
     async def async_post_call_success_hook(
         self, data: dict[str, Any], user_api_key_dict: Any, response: Any
@@ -169,23 +188,31 @@ class CtxmwProxyHook(CustomLogger):
         call_id = request_data.get("litellm_call_id")
         pending = self._pending.pop(call_id)
         if pending is not None and pending.notes:
-            await self.state.settle(pending.identity.conversation, str(call_id), pending.notes)
+            conversation = pending.identity.conversation
+
+            async def give_back() -> None:
+                await self.state.settle(conversation, str(call_id), pending.notes)
+
+            await after_answer("inbox give-back", give_back, self._timeout, self._metrics)
         return None
 
     def _plan(self, data: dict[str, Any], key: Any, messages: Messages) -> Pending:
-        metadata = data.get("metadata") if isinstance(data.get("metadata"), Mapping) else {}
+        model_group = str(data.get("model") or "")
         alias = getattr(key, "key_alias", None)
-        options = self.config.options(
-            str(data.get("model") or ""),
-            alias,
-            getattr(key, "metadata", None),
-            metadata.get("ctxmw") if metadata else None,
+        operator = self.config.options(model_group, alias)
+        base = self._settings_for(operator)
+        chain = resolve_strategies(None, base)
+        tenant = tenant_overrides(
+            self.config.request_options,
+            [("the key's metadata.ctxmw", _ctxmw_of(getattr(key, "metadata", None)))]
+            + [("the request's metadata.ctxmw", entry) for entry in pop_ctxmw_entries(data)],
+            [name for name, _ in chain],
         )
-        settings = self._settings_for(options)
+        settings = self._settings_for({**operator, **tenant}) if tenant else base
         return Pending(
-            identity=conversation_identity(data),
+            identity=scoped_identity(data, key),
             settings=settings,
-            strategies=resolve_strategies(settings.prompt_strategies, settings),
+            strategies=resolve_strategies(None, settings) if tenant else chain,
             transcript=list(messages),
             key_label=str(alias or (getattr(key, "token", None) or "")[:12]),
         )
@@ -204,42 +231,85 @@ class CtxmwProxyHook(CustomLogger):
             self._settings[cache_key] = settings
         return settings
 
-    async def _claim(self, pending: Pending, call_id: str) -> list[Note]:
+    @property
+    def _timeout(self) -> float:
+        return self.config.state_timeout
+
+    async def _claim_or_policy(self, pending: Pending, call_id: str) -> None:
+        """Claim the notes (an ``abort`` answers 400); a shared state that cannot answer in
+        time follows the configured policy."""
         conversation = pending.identity.conversation
-        notes = await self.state.claim_notes(conversation, call_id)
-        stop = next((n for n in notes if n.kind == "abort"), None)
-        if stop is None:
-            return notes
-        await self.state.settle(conversation, call_id, [n for n in notes if n is not stop])
-        reason = stop.text.strip() or "no reason was given"
+        try:
+            notes = await before_upstream(
+                lambda: self.state.claim_notes(conversation, call_id), self._timeout
+            )
+            stop = next((n for n in notes if n.kind == "abort"), None)
+            if stop is not None:
+                kept = [n for n in notes if n is not stop]
+                await before_upstream(
+                    lambda: self.state.settle(conversation, call_id, kept), self._timeout
+                )
+        except StateUnavailable as exc:
+            self._state_unavailable(pending, exc)
+            return
+        if stop is not None:
+            reason = stop.text.strip() or "no reason was given"
+            raise _http_error(
+                400,
+                f"ctxmw: conversation {conversation!r} was aborted through its inbox: {reason}. "
+                "Stop the agent, or start a new conversation (a new session id).",
+            )
+        pending.notes = notes
+
+    def _state_unavailable(self, pending: Pending, exc: StateUnavailable) -> None:
+        if self.config.on_state_error == "open":
+            failed("inbox claim (sent unchanged)", exc, self._metrics)
+            pending.passthrough = True
+            return
+        failed("inbox claim", exc, self._metrics)
+        # Not chained: the cause is named, and its text (a Redis error) stays out of the logs.
         raise _http_error(
-            400,
-            f"ctxmw: conversation {conversation!r} was aborted through its inbox: {reason}. "
-            "Stop the agent, or start a new conversation (a new session id).",
-        )
+            503,
+            f"ctxmw: the proxy's shared state (Redis) did not answer in time ({exc}), so this "
+            "conversation's inbox and abort switch cannot be read; retry shortly.",
+        ) from None
 
     async def _commit(
         self, pending: Pending, data: dict[str, Any], response: object, call_id: str
     ) -> None:
-        conversation = pending.identity.conversation
-        try:
+        """Everything after the answer; no stage may raise (see :mod:`ctxmw.proxy._guard`)."""
+        conversation, record = pending.identity.conversation, None
+
+        async def measure() -> None:
+            nonlocal record
             record = await self._telemetry().record(pending, response)
-        finally:
-            if pending.notes:
-                await self.state.settle(conversation, call_id)
+
+        async def settle() -> None:
+            await self.state.settle(conversation, call_id)
+
+        await after_answer("telemetry", measure, self._timeout, self._metrics)
+        if pending.notes:
+            await after_answer("inbox settle", settle, self._timeout, self._metrics)
+        if record is not None:
+            await self._publish(pending, data, record)
+
+    async def _publish(self, pending: Pending, data: dict[str, Any], record: CallRecord) -> None:
         entry = {
             **record.to_dict(),
             "identity": pending.identity.source,
             "replica": self.config.replica,
         }
-        metadata = data.setdefault("metadata", {})
-        if isinstance(metadata, dict):
-            spend = metadata.get("spend_logs_metadata")
-            metadata["spend_logs_metadata"] = {**(spend or {}), "ctxmw": entry}
-        self._metrics.observe(record, pending.key_label)
+        try:
+            metadata = data.setdefault("metadata", {})
+            if isinstance(metadata, dict):
+                spend = metadata.get("spend_logs_metadata")
+                metadata["spend_logs_metadata"] = {**(spend or {}), "ctxmw": entry}
+            self._metrics.observe(record, pending.key_label)
+        except Exception as exc:
+            failed("metrics", exc, self._metrics)
         logger.info(
-            "ctxmw proxy conversation=%s round=%d replica=%s cache_read=%d expected=%d",
-            conversation,
+            "ctxmw proxy conversation=%s round=%d replica=%s cache_read=%s expected=%d",
+            pending.identity.conversation,
             record.round,
             self.config.replica,
             record.cache_read_tokens,
@@ -247,7 +317,7 @@ class CtxmwProxyHook(CustomLogger):
         )
         sink = self._sink()
         if sink is not None:
-            await sink.write(entry)
+            await after_answer("ledger", lambda: sink.write(entry), self._timeout, self._metrics)
 
     def _telemetry(self) -> FleetRecorders:
         if self._recorders is None:
@@ -262,6 +332,10 @@ class CtxmwProxyHook(CustomLogger):
             elif self.config.ledger == "redis":
                 self._ledger = RedisLedger(getattr(self.state, "client", None))
         return self._ledger
+
+
+def _ctxmw_of(metadata: object) -> object:
+    return metadata.get("ctxmw") if isinstance(metadata, Mapping) else None
 
 
 def _fleet_inbox(notes: list[Note]) -> NamedStrategy:

@@ -12,10 +12,14 @@
         agent: {epoch_size: 30}
       keys:                   # per key alias, over the model group's
         ci-bot: {prompt_strategies: none}
-      request_options: true   # honour metadata.ctxmw in a request (over everything above)
+      request_options: [epoch_size]   # what a tenant may set (default: nothing)
+      on_state_error: closed  # Redis down or slow before the upstream call: 503 (or "open")
+      state_timeout: 2        # seconds a request waits for the shared state
 
-Values may be ``os.environ/NAME`` like the rest of the proxy's file. A key's own metadata
-(``/key/generate`` with ``metadata: {"ctxmw": {...}}``) counts like an entry of ``keys``.
+Values may be ``os.environ/NAME`` like the rest of the proxy's file. What a tenant sends
+(``metadata.ctxmw`` in a request, or in its key's own metadata) is honoured only for the
+setting names listed in ``request_options``, may only narrow the operator's strategy list (and
+never drop ``inbox``), and never names a model (see :mod:`ctxmw.proxy.tenancy`).
 """
 
 from __future__ import annotations
@@ -29,10 +33,28 @@ from typing import Any
 
 from ctxmw.errors import SettingsError
 from ctxmw.settings import Settings, resolve_settings
+from ctxmw.strategies._chain import resolve_strategies
 
-__all__ = ["ProxyConfig", "load_config", "proxy_redis_url"]
+__all__ = ["NEVER_FROM_TENANTS", "ProxyConfig", "load_config", "proxy_redis_url"]
 
-_SECTION_KEYS = {"state", "ledger", "replica", "settings", "models", "keys", "request_options"}
+_SECTION_KEYS = {
+    "keys",
+    "ledger",
+    "models",
+    "on_state_error",
+    "replica",
+    "request_options",
+    "settings",
+    "state",
+    "state_timeout",
+}
+_STATE_POLICIES = ("closed", "open")
+NEVER_FROM_TENANTS = {
+    "summary_model": "it names a model, which only the proxy's router and the key's model list "
+    "may decide",
+    "durable_patterns": "its regular expressions would run in the proxy's own process",
+}
+"""Settings a tenant may never set, whatever ``request_options`` lists, and why."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +68,11 @@ class ProxyConfig:
         settings: setting overrides for every request.
         models: per model group overrides.
         keys: per key alias overrides.
-        request_options: honour ``metadata.ctxmw`` in requests.
+        request_options: the setting names a tenant may set (``metadata.ctxmw`` of a request or
+            of its key); empty: none.
+        on_state_error: ``closed`` (a request the shared state cannot serve in time is answered
+            with HTTP 503) or ``open`` (it goes upstream with the caller's messages unchanged).
+        state_timeout: seconds a request waits for the shared state before that policy applies.
     """
 
     state: str = "memory"
@@ -55,22 +81,15 @@ class ProxyConfig:
     settings: Mapping[str, Any] = field(default_factory=dict)
     models: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
     keys: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
-    request_options: bool = True
+    request_options: tuple[str, ...] = ()
+    on_state_error: str = "closed"
+    state_timeout: float = 2.0
 
-    def options(
-        self,
-        model_group: str | None,
-        key_alias: str | None = None,
-        key_metadata: Mapping[str, Any] | None = None,
-        request: object = None,
-    ) -> dict[str, Any]:
-        """The setting overrides of one request, lowest precedence first."""
+    def options(self, model_group: str | None, key_alias: str | None = None) -> dict[str, Any]:
+        """The operator's setting overrides of one request, lowest precedence first."""
         merged: dict[str, Any] = dict(self.settings)
         merged.update(self.models.get(model_group or "", {}))
         merged.update(self.keys.get(key_alias or "", {}))
-        merged.update(_section(key_metadata, "the key's metadata.ctxmw"))
-        if self.request_options and request is not None:
-            merged.update(_mapping(request, "the request's metadata.ctxmw"))
         return merged
 
     def resolve(self, options: Mapping[str, Any]) -> Settings:
@@ -116,7 +135,9 @@ def config_from_mapping(raw: Mapping[str, Any], source: str = "config") -> Proxy
         settings=_mapping(section.get("settings") or {}, "ctxmw.settings"),
         models=_nested(section.get("models") or {}, "ctxmw.models"),
         keys=_nested(section.get("keys") or {}, "ctxmw.keys"),
-        request_options=bool(section.get("request_options", True)),
+        request_options=_allowed(section.get("request_options")),
+        on_state_error=_choice(section.get("on_state_error", "closed")),
+        state_timeout=_seconds(section.get("state_timeout", 2.0)),
         **({"replica": str(section["replica"])} if section.get("replica") else {}),
     )
     _check(config)
@@ -158,12 +179,66 @@ def _url(host: object, port: object, password: object) -> str:
 
 def _check(config: ProxyConfig) -> None:
     # Fail at start-up, not on the first request: every layer must build valid settings.
-    config.resolve(config.settings)
+    _no_offload(config.resolve(config.settings), "ctxmw.settings")
     for name, options in {**config.models, **config.keys}.items():
         try:
-            config.resolve({**config.settings, **options})
+            settings = config.resolve({**config.settings, **options})
         except SettingsError as exc:
             raise SettingsError(f"ctxmw options for {name!r}: {exc}") from exc
+        _no_offload(settings, f"ctxmw options for {name!r}")
+
+
+def _no_offload(settings: Settings, where: str) -> None:
+    # Offload's originals would live in one replica's memory, and its ctxmw_expand tool is never
+    # among the tools a client sends: the model would be told to call a tool it cannot call.
+    if any(name == "offload" for name, _ in resolve_strategies(None, settings)):
+        raise SettingsError(
+            f"{where}: the 'offload' strategy cannot run in the proxy (the model could never call "
+            "ctxmw_expand to read an original back, and originals would live in one replica's "
+            "memory). Remove it; clients that want offload run ctxmw in their own process."
+        )
+
+
+def _allowed(value: object) -> tuple[str, ...]:
+    if value is None or value is False:
+        return ()
+    names = value if isinstance(value, list | tuple) else None
+    if names is None or not all(isinstance(n, str) for n in names):
+        raise SettingsError(
+            f"ctxmw.request_options must be a list of the setting names a tenant may set, got "
+            f"{value!r}; for example [epoch_size, prompt_strategies]. Leave it out to accept none."
+        )
+    for name in names:
+        if name in NEVER_FROM_TENANTS:
+            raise SettingsError(
+                f"ctxmw.request_options lists {name!r}, which no request may set: "
+                f"{NEVER_FROM_TENANTS[name]}. Remove it from the list."
+            )
+        if name not in Settings.model_fields:
+            raise SettingsError(
+                f"ctxmw.request_options lists {name!r}, which is not a ctxmw setting; the "
+                f"settings are {sorted(Settings.model_fields)!r}."
+            )
+    return tuple(names)
+
+
+def _choice(value: object) -> str:
+    if value not in _STATE_POLICIES:
+        raise SettingsError(
+            f"ctxmw.on_state_error must be one of {_STATE_POLICIES!r}, got {value!r}: 'closed' "
+            "answers HTTP 503 when the shared state is unreachable, 'open' sends the caller's "
+            "messages unchanged."
+        )
+    return str(value)
+
+
+def _seconds(value: object) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value <= 60:
+        raise SettingsError(
+            f"ctxmw.state_timeout must be a number of seconds above 0 and at most 60, got "
+            f"{value!r}; for example 2."
+        )
+    return float(value)
 
 
 def _env(value: Any) -> Any:
@@ -187,9 +262,3 @@ def _nested(value: object, what: str) -> dict[str, Mapping[str, Any]]:
     return {
         name: _mapping(inner, f"{what}.{name}") for name, inner in _mapping(value, what).items()
     }
-
-
-def _section(metadata: Mapping[str, Any] | None, what: str) -> dict[str, Any]:
-    if not isinstance(metadata, Mapping) or metadata.get("ctxmw") is None:
-        return {}
-    return _mapping(metadata["ctxmw"], what)

@@ -3,8 +3,10 @@
 ``ctxmw_expected_cache_read_tokens_total`` beside ``ctxmw_reported_cache_read_tokens_total``:
 a gap between them is the first thing to look at (a strategy or the caller moved the prefix, or
 the provider's cache behaves unlike its rule). Also ``ctxmw_prompt_tokens_total`` and
-``ctxmw_requests_total``. Needs ``prometheus_client`` (the proxy's own Prometheus metrics use
-it); without it the counters are skipped.
+``ctxmw_requests_total``, and ``ctxmw_failures_total`` by stage (see
+:mod:`ctxmw.proxy._guard`). A provider that reports no cache reads (most self-hosted ones) adds
+nothing to the reported counter. Needs ``prometheus_client`` (the proxy's own Prometheus
+metrics use it); without it the counters are skipped.
 """
 
 from __future__ import annotations
@@ -32,7 +34,14 @@ class Metrics:
         counters["requests"].labels(**labels).inc()
         counters["prompt"].labels(**labels).inc(record.prompt_tokens)
         counters["expected"].labels(**labels).inc(record.expected_cached_tokens)
-        counters["reported"].labels(**labels).inc(record.cache_read_tokens)
+        if record.cache_read_tokens is not None:
+            counters["reported"].labels(**labels).inc(record.cache_read_tokens)
+
+    def failure(self, stage: str) -> None:
+        """Count one failure of ctxmw's own work (see :mod:`ctxmw.proxy._guard`)."""
+        counters = self._registered()
+        if counters:
+            counters["failures"].labels(stage=stage).inc()
 
     @classmethod
     def _registered(cls) -> dict[str, Any]:
@@ -54,5 +63,8 @@ def _register() -> dict[str, Any]:
         ),
         "reported": Counter(
             "ctxmw_reported_cache_read_tokens", "Cache reads the provider reported.", _LABELS
+        ),
+        "failures": Counter(
+            "ctxmw_failures", "ctxmw's own failures; the request went on.", ("stage",)
         ),
     }

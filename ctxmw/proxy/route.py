@@ -7,13 +7,22 @@
   request is answered with HTTP 400 and the reason.
 - ``GET /ctxmw/inbox/{conversation}``: the notes not yet delivered.
 
-A 200 means the note is stored in the shared state (the acknowledgement). Only the proxy's
-admin (the master key, or a key with the ``proxy_admin`` role) may use these routes.
+``{conversation}`` is a conversation of the caller's own scope, named by the id its client
+sends (``litellm_session_id``); the proxy admin (the master key, or a key with the
+``proxy_admin`` role) may also name any tenant's conversation by its scoped id, as the ledger's
+``session`` field shows it (``team:<team_id>/<session id>``; see
+:mod:`ctxmw.proxy.tenancy`). Ids may hold ``/``; they are stripped and shortened exactly as the
+conversation's own id is, and the answer names the conversation the note went to. A 200 means
+the note is stored in the shared state (the acknowledgement); an id that can never be
+delivered to is answered 400 with the reason.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
+
+from ctxmw.errors import UsageError
+from ctxmw.proxy.tenancy import inbox_target
 
 if TYPE_CHECKING:
     from ctxmw.proxy.callback import CtxmwProxyHook
@@ -25,43 +34,41 @@ _MAX_TEXT = 1_048_576
 
 def install_routes(app: Any, hook: CtxmwProxyHook) -> None:
     """Add the inbox routes to the proxy's FastAPI ``app``, ahead of its catch-all routes."""
-    from fastapi import APIRouter, Body, Depends, HTTPException
+    from fastapi import APIRouter, Body, Depends
     from litellm.proxy.auth.user_api_key_auth import user_api_key_auth
 
     router = APIRouter(tags=["ctxmw"])
 
-    def admin(auth: Any = Depends(user_api_key_auth)) -> Any:  # noqa: B008 - FastAPI's idiom
-        role = str(getattr(getattr(auth, "user_role", None), "value", ""))
-        if role != "proxy_admin":
-            raise HTTPException(
-                403, {"error": f"ctxmw inbox routes need the proxy admin's key, not role {role!r}."}
-            )
-        return auth
-
-    @router.post("/ctxmw/inbox/{conversation}")
+    @router.post("/ctxmw/inbox/{conversation:path}")
     async def post_note(
         conversation: str,
         body: dict[str, Any] = Body(...),  # noqa: B008 - FastAPI's idiom
-        _: Any = Depends(admin),  # noqa: B008
+        auth: Any = Depends(user_api_key_auth),  # noqa: B008
     ) -> dict[str, Any]:
-        note = await hook.state.push_note(conversation, "note", _text(body, "text"))
-        return {"conversation": conversation, "seq": note.seq, "kind": note.kind}
+        target = _target(conversation, auth)
+        note = await hook.state.push_note(target, "note", _text(body, "text"))
+        return {"conversation": target, "seq": note.seq, "kind": note.kind}
 
-    @router.post("/ctxmw/abort/{conversation}")
+    @router.post("/ctxmw/abort/{conversation:path}")
     async def post_abort(
         conversation: str,
         body: dict[str, Any] = Body(default={}),  # noqa: B008
-        _: Any = Depends(admin),  # noqa: B008
+        auth: Any = Depends(user_api_key_auth),  # noqa: B008
     ) -> dict[str, Any]:
+        target = _target(conversation, auth)
         reason = body.get("reason", "") if isinstance(body, dict) else ""
-        note = await hook.state.push_note(conversation, "abort", str(reason))
-        return {"conversation": conversation, "seq": note.seq, "kind": note.kind}
+        note = await hook.state.push_note(target, "abort", str(reason))
+        return {"conversation": target, "seq": note.seq, "kind": note.kind}
 
-    @router.get("/ctxmw/inbox/{conversation}")
-    async def list_notes(conversation: str, _: Any = Depends(admin)) -> dict[str, Any]:  # noqa: B008
-        notes = await hook.state.pending_notes(conversation)
+    @router.get("/ctxmw/inbox/{conversation:path}")
+    async def list_notes(
+        conversation: str,
+        auth: Any = Depends(user_api_key_auth),  # noqa: B008
+    ) -> dict[str, Any]:
+        target = _target(conversation, auth)
+        notes = await hook.state.pending_notes(target)
         return {
-            "conversation": conversation,
+            "conversation": target,
             "pending": [{"seq": n.seq, "kind": n.kind, "text": n.text} for n in notes],
         }
 
@@ -70,6 +77,15 @@ def install_routes(app: Any, hook: CtxmwProxyHook) -> None:
     added = app.router.routes[before:]
     del app.router.routes[before:]
     app.router.routes[0:0] = added
+
+
+def _target(conversation: str, auth: Any) -> str:
+    from fastapi import HTTPException
+
+    try:
+        return inbox_target(conversation, auth)
+    except UsageError as exc:
+        raise HTTPException(400, {"error": str(exc)}) from exc
 
 
 def _text(body: Any, field: str) -> str:

@@ -4,12 +4,13 @@ In order: the call's ``save_file`` (its path as given; also inside ``metadata["c
 ``session`` (likewise), litellm's ``litellm_session_id`` (through the LiteLLM Proxy the
 ``x-litellm-session-id`` header overrides the body's; the proxy merges both into
 ``data["litellm_session_id"]``), then ``metadata["session_id"]``. Ids are strings or integers,
-stripped, at most 200 characters; a blank one falls through. Without any, ``head=True`` (the
-proxy) keys the conversation by a digest of its stable head: the system (or developer) messages
-before the first user message, and that first user message. A head digest is named as such in
-the ledger (``identity: "head"``): two conversations that open with the same words share it, so
-clients that can send a session id should. The stateless wrapper passes ``head=False``: a call
-that names no conversation is a conversation of its own.
+stripped (:func:`normal_id`); a blank one falls through, and one over 200 characters keeps its
+first 150 and a digest of the whole, so two different long ids stay two conversations. Without
+any, ``head=True`` (the proxy) keys the conversation by a digest of its stable head: the system
+(or developer) messages before the first user message, and that first user message. A head
+digest is named as such in the ledger (``identity: "head"``): two conversations that open with
+the same words share it, so clients that can send a session id should. The stateless wrapper
+passes ``head=False``: a call that names no conversation is a conversation of its own.
 """
 
 from __future__ import annotations
@@ -22,9 +23,11 @@ from typing import Any, Literal, overload
 
 from ctxmw.messages.canonical import canonical_bytes
 
-__all__ = ["Identity", "conversation_identity", "head_digest"]
+__all__ = ["MAX_ID", "Identity", "conversation_identity", "head_digest", "normal_id"]
 
-_MAX_ID = 200
+MAX_ID = 200
+"""The longest id kept as it is; a longer one is shortened with a digest of the whole."""
+_KEPT = 150
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,4 +105,14 @@ def _path(value: object) -> str:
 def _text(value: object) -> str:
     if not isinstance(value, str | int) or isinstance(value, bool):
         return ""
-    return str(value).strip()[:_MAX_ID]
+    return normal_id(str(value))
+
+
+def normal_id(text: str) -> str:
+    """An id as ctxmw keeps it: stripped; over :data:`MAX_ID` characters, its first 150 and
+    ``~`` and a digest of the whole (``""`` for a blank one)."""
+    text = text.strip()
+    if len(text) <= MAX_ID:
+        return text
+    whole = hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+    return f"{text[:_KEPT]}~{whole}"

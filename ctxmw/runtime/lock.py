@@ -30,6 +30,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
+from ctxmw._files import private_dirs
 from ctxmw.errors import SaveFileBusy
 
 __all__ = ["SaveFileLock", "lock_path"]
@@ -92,7 +93,7 @@ class SaveFileLock:
             self._release()
 
     def _acquire(self) -> int:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         while True:
             fd = os.open(self._path, _FLAGS, 0o600)
             try:

@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxmw.errors import UsageError
 
-__all__ = ["OPTION_NAMES", "split_options", "without_ctxmw"]
+__all__ = ["OPTION_NAMES", "pop_ctxmw_entries", "split_options", "without_ctxmw"]
 
 OPTION_NAMES = (
     "max_rounds",
@@ -44,7 +44,7 @@ def split_options(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
     """
     rest = dict(kwargs)
     options = {name: rest.pop(name) for name in OPTION_NAMES if name in rest}
-    for given in _taken(rest):
+    for given in pop_ctxmw_entries(rest):
         for name, value in _checked(given).items():
             options.setdefault(name, value)
     return options, rest
@@ -53,11 +53,11 @@ def split_options(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, 
 def without_ctxmw(kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """``kwargs`` with every ``ctxmw`` entry of its carriers removed (the entries unchecked)."""
     rest = dict(kwargs)
-    _taken(rest)
+    pop_ctxmw_entries(rest)
     return rest
 
 
-def _taken(rest: dict[str, Any]) -> list[object]:
+def pop_ctxmw_entries(rest: dict[str, Any]) -> list[object]:
     """Remove the ``ctxmw`` entry of every carrier in ``rest`` (in place); the entries, in order
     of precedence."""
     found = [entry for name in _CARRIERS for entry in _pop_entry(rest, name)]

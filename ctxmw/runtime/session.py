@@ -74,9 +74,10 @@ from ctxmw.messages._incremental import GROWN_SLOT, common_prefix
 from ctxmw.messages.form import call_name, tool_calls_of
 from ctxmw.messages.normal import same_message
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._open_round import set_aside_unanswered
 from ctxmw.runtime.conversations import Carried, Conversation
 from ctxmw.runtime.lock import SaveFileLock
-from ctxmw.runtime.offload import OffloadOption, wire_offload
+from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
 from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_runner import run_tool_calls
@@ -87,6 +88,7 @@ from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.strategies.inbox import inbox, list_for_delivery
 from ctxmw.telemetry.recorder import CallRecorder
+from ctxmw.telemetry.response import provider_of
 from ctxmw.types import Message, Messages, StrategyContext, StrategySpec
 
 logger = logging.getLogger("ctxmw")
@@ -157,6 +159,7 @@ class Session:
             self.tools,
             save_file,
             self.settings,
+            lambda: self._memo,
         )
         self.max_rounds = _check_rounds(max_rounds, self.settings)
         self.on_call = list(on_call)
@@ -253,6 +256,13 @@ class Session:
             self._file, self._messages, self._ours = carried.file, carried.messages, carried.ours
             self._hint, self._keys, self._loaded = carried.hint, carried.keys, True
 
+    def _without_memory_offload(self) -> None:
+        """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
+        self.strategies, self.offload_store = unwire_memory_offload(
+            self.strategies, self.tools, self.offload_store
+        )
+        self._chain = tuple(name for name, _ in self.strategies)
+
     def _hand_over(self, conversation: Conversation, *, exact: bool) -> None:
         """Leave this call's state for the conversation's next call (see :meth:`_resume`).
 
@@ -293,7 +303,9 @@ class Session:
         """
         async with self._turn() as turn:
             given = [message_dict(m) for m in messages]
-            if _retries_interrupted_turn(self._messages, given):
+            answers = [*self._unsent, *given]
+            committed = set_aside_unanswered(turn, self._messages, answers, self._path)
+            if _retries_interrupted_turn(committed, given):
                 given = []
             staged = _after_unsent(self._unsent, given)
             turn.stage(staged)
@@ -583,9 +595,12 @@ class Session:
         connection arguments and tools, and its telemetry (recorded as ``kind="summary"``).
 
         ``kwargs`` override the session's; a value of None removes a key (``tools=None``).
-        Summaries are never streamed.
+        Summaries are never streamed. The call goes to this session's deployment: a model on
+        another provider (``summary_model``) is used only when the session names no endpoint
+        or key of its own (see :func:`_side_model`).
         """
         wire = {**self.wire_kwargs(list(kwargs.pop("messages", []))), **kwargs}
+        wire["model"] = _side_model(str(wire.get("model") or self.model), self.model, self._kwargs)
         wire = {k: v for k, v in wire.items() if v is not None and k not in _NOT_FOR_SIDE_CALLS}
         completion = self._completion or default_completion()
         started = time.perf_counter()
@@ -673,6 +688,29 @@ class Session:
     def _take_pending(self) -> Sequence[Message]:
         out, self._pending = self._pending, ()
         return out
+
+
+_ENDPOINT_KEYS = ("api_base", "base_url", "api_key", "client")
+
+
+def _side_model(asked: str, own: str, kwargs: Mapping[str, Any]) -> str:
+    """The model of a side call: ``asked``, unless it is on another provider than ``own`` while
+    the session carries its own endpoint or key, which must never go to another provider."""
+    if asked == own or not any(kwargs.get(k) for k in _ENDPOINT_KEYS):
+        return asked
+    theirs, ours = provider_of(asked, {}), provider_of(own, kwargs)
+    if not theirs or not ours or theirs == ours:
+        return asked
+    logger.warning(
+        "ctxmw: a summary asked for %r (provider %r), but this session's endpoint and key are "
+        "for %r: the summary uses %r instead. Set summary_model to a model of the same "
+        "deployment, or pass no api_base/api_key so each model uses its own.",
+        asked,
+        theirs,
+        ours,
+        own,
+    )
+    return own
 
 
 @dataclass(slots=True)

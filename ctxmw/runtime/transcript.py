@@ -10,13 +10,14 @@ Crash safety rests on three habits. A round's lines (an edit record, its message
 written with one ``write`` followed by ``fsync``, so a killed process leaves whole rounds; a write
 that fails halfway is cut back to where it began, and the error names the file
 (:class:`~ctxmw.errors.SaveFileWriteError`). Loading ignores a torn last line (logged, never
-fatal, the bytes are cut before the next append), a record whose message lines a torn write cut
-off, and a trailing tool group that only some of its results answer, or none of them when the
-last line was torn (only a torn write makes one): a loaded transcript never ends with a call that
-a torn round left unanswered. Any other unreadable line is an error that names it: earlier lines
-are never silently dropped. Every string is written, a lone surrogate (a non-UTF-8 file name in a
-tool result) included: such a line is written with JSON escapes, which load back to the same
-string.
+fatal, the bytes are cut before the next append), a last record whose message lines a torn write
+cut off (a record anywhere whose lines cannot be its own is damage: an error naming its line,
+and nothing is cut), and a trailing tool group that only some of its results answer, or none of
+them when the last line was torn (only a torn write makes one): a loaded transcript never ends
+with a call that a torn round left unanswered. Any other unreadable line is an error that names
+it: earlier lines are never silently dropped. Every string is written, a lone surrogate (a
+non-UTF-8 file name in a tool result) included: such a line is written with JSON escapes, which
+load back to the same string.
 
 Files are created ``0o600`` whatever the umask: tool outputs often hold secrets. A write costs
 what the new lines cost; the file is never rewritten.
@@ -34,7 +35,9 @@ from typing import Any
 import anyio
 import anyio.to_thread
 
+from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
+from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
 from ctxmw.runtime.revisions import Edit, Revisions, is_record, loop_record, record_span, replay
 from ctxmw.types import Message, Messages
 
@@ -90,6 +93,9 @@ class TranscriptFile:
         self._good = 0  # bytes of whole, valid lines
         # (inode, size, mtime) after our last load or write: another writer changes one of them.
         self._seen: tuple[int, int, int] | None = None
+        self._aside: Edit | None = (
+            None  # an open round set aside on load, recorded by the next write
+        )
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
 
@@ -140,10 +146,10 @@ class TranscriptFile:
         try:
             data = self.path.read_bytes()
         except FileNotFoundError:
-            self._good, self._seen, self.ours = 0, None, []
+            self._good, self._seen, self.ours, self._aside = 0, None, [], None
             return Revisions(keep_earlier)
-        lines, ends, torn = _parse(data, self.path)
-        keep = _complete_lines(lines, torn)
+        lines, ends, numbers, torn = _parse(data, self.path)
+        keep = _complete_lines(lines, numbers, self.path)
         if keep < len(lines):
             logger.warning(
                 "%s ends with a write that was cut short (a torn write); "
@@ -152,6 +158,7 @@ class TranscriptFile:
                 len(lines) - keep,
             )
         revisions = replay(lines[:keep], keep_earlier=keep_earlier)
+        self._aside = _set_aside_torn(revisions, torn and keep == len(lines), self.path)
         self._good = ends[keep - 1] if keep else 0
         self._seen = _identity(self.path)
         self.ours = list(revisions.ours)
@@ -173,15 +180,15 @@ class TranscriptFile:
             raise SaveFileWriteError(str(self.path), exc) from exc
 
     def _write(self, data: bytes) -> None:
+        if self._aside is not None:
+            data = dump_line(self._aside.record()) + data
         created = not self.path.exists()
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(self.path.parent)
         fd = _owner_only(str(self.path), _APPEND_FLAGS)
         try:
             os.ftruncate(fd, self._good)  # drops a torn tail; a no-op otherwise
             try:
-                view = memoryview(data)
-                while view:
-                    view = view[os.write(fd, view) :]
+                write_all(fd, data)
                 os.fsync(fd)
             except BaseException:
                 os.ftruncate(fd, self._good)  # never leave half a round behind
@@ -190,17 +197,19 @@ class TranscriptFile:
         finally:
             os.close(fd)
         if created:
-            _fsync_dir(self.path.parent)
+            fsync_dir(self.path.parent)
+        self._aside = None
         self._good += len(data)
         self._seen = _identity(self.path)
 
 
-def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bool]:
-    """Every whole line as a JSON object (messages and records), where each one ends, and
-    whether the tail was torn."""
+def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], list[int], bool]:
+    """Every whole line as a JSON object (messages and records), where each one ends, its line
+    number, and whether the tail was torn."""
     *lines, tail = data.split(b"\n")
     messages: list[dict[str, Any]] = []
     ends: list[int] = []
+    numbers: list[int] = []
     offset = 0
     for number, raw in enumerate(lines, start=1):
         offset += len(raw) + 1
@@ -210,7 +219,7 @@ def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bo
         if message is None:
             if number == len(lines) and not tail:
                 _warn_torn(path, number)
-                return messages, ends, True
+                return messages, ends, numbers, True
             raise InvalidTranscriptError(
                 f"line {number} of {str(path)!r} is not a JSON object; the file is damaged. "
                 "Repair or move that line; ctxmw never drops earlier lines silently.",
@@ -218,9 +227,10 @@ def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], bo
             )
         messages.append(message)
         ends.append(offset)
+        numbers.append(number)
     if tail.strip():
         _warn_torn(path, len(lines) + 1)
-    return messages, ends, bool(tail.strip())
+    return messages, ends, numbers, bool(tail.strip())
 
 
 def _decode(raw: bytes) -> Message | None:
@@ -235,39 +245,60 @@ def _warn_torn(path: Path, number: int) -> None:
     logger.warning("Ignoring the torn last line %d of %s (an interrupted write).", number, path)
 
 
-def _complete_lines(lines: list[dict[str, Any]], torn: bool) -> int:
-    """How many lines to keep: not a record whose lines were cut off, nor a partial tool group."""
-    start = n = 0  # start: the first line after the last complete record block
-    while n < len(lines):
-        span = record_span(lines[n])
-        if n + 1 + span > len(lines) and is_record(lines[n]):
-            return n
-        if is_record(lines[n]) and lines[n].get("ctxmw") == "edit":
-            start = n + 1 + span
-        n += 1 + span if is_record(lines[n]) else 1
-    tail = [i for i in range(start, len(lines)) if not is_record(lines[i])]
-    keep = _complete_prefix([lines[i] for i in tail], torn)
-    if keep == len(tail):
-        return len(lines)
-    cut = tail[keep]
-    return cut - 1 if cut > 0 and is_record(lines[cut - 1]) else cut
+def _complete_lines(lines: list[dict[str, Any]], numbers: list[int], path: Path) -> int:
+    """How many lines to keep: not a last record whose lines a torn write cut off.
 
-
-def _complete_prefix(messages: Messages, torn: bool) -> int:
-    """Length without a trailing tool group that only some (or, if ``torn``, no) results answer.
-
-    A write torn inside a round's first tool result leaves the assistant line whole and no
-    result: sent again, that unanswered call would be rejected by the provider.
+    Raises:
+        InvalidTranscriptError: a record announces lines that cannot be its own (damage).
     """
-    for i in range(len(messages) - 1, -1, -1):
-        calls = messages[i].get("tool_calls")
-        if messages[i].get("role") != "assistant" or not isinstance(calls, list) or not calls:
+    n = 0
+    while n < len(lines):
+        if not is_record(lines[n]):
+            n += 1
             continue
-        wanted = {c.get("id") for c in calls if isinstance(c, dict)}
-        answered = {m.get("tool_call_id") for m in messages[i + 1 :] if m.get("role") == "tool"}
-        partial = (bool(answered) or torn) and not wanted <= answered
-        return i if partial else len(messages)
-    return len(messages)
+        span = record_span(lines[n])
+        block = lines[n + 1 : n + 1 + span]
+        if not _own_lines(lines[n], block):
+            raise _damaged(path, numbers[n], span, n)
+        if len(block) < span:  # the file's last write, cut short: a torn tail
+            return n
+        n += 1 + span
+    return len(lines)
+
+
+def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None:
+    """Set aside an open round that only a torn write makes: some results, or none with the
+    last line torn (see :mod:`ctxmw.runtime._open_round`). Returns the edit to record."""
+    count = open_round(revisions.current)
+    if not count:
+        return None
+    round_ = revisions.current[len(revisions.current) - count :]
+    if count == 1 and not torn:
+        return None  # no result at all: perhaps the caller's to give (the session decides)
+    edit = aside_edit(len(revisions.current), count)
+    revisions.edit(edit)
+    report_aside(path, round_, "a write cut short lost results for")
+    return edit
+
+
+def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
+    """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
+    only calls and results (ctxmw's loop marks nothing else)."""
+    if any(is_record(m) for m in block):
+        return False
+    if record.get("ctxmw") != "tool_loop":
+        return True
+    return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
+
+
+def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscriptError:
+    return InvalidTranscriptError(
+        f"line {number} of {str(path)!r} is a record announcing {span} message line(s) that "
+        "cannot be its own: the file is damaged before its end (only the last write can be cut "
+        "short). Nothing was cut. Repair that line (the line format is in docs/sessions.md) or "
+        "move the file aside; ctxmw never truncates complete lines.",
+        index,
+    )
 
 
 def _owner_only(path: str, flags: int) -> int:
@@ -276,14 +307,6 @@ def _owner_only(path: str, flags: int) -> int:
     if os.fstat(fd).st_size == 0:
         os.fchmod(fd, 0o600)
     return fd
-
-
-def _fsync_dir(directory: Path) -> None:
-    fd = os.open(directory, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
 
 
 def _identity(path: Path) -> tuple[int, int, int] | None:

@@ -121,13 +121,14 @@ async def acompletion(
     }
     chosen = {**options, **{k: v for k, v in given.items() if v is not None}}
     chosen["on_call"] = chosen.get("on_call") or ()
-    history = list(messages or [])
+    history, named = list(messages or []), True
     if chosen.get("session") is None and chosen.get("save_file") is None:
         identity = conversation_identity(rest, head=False)
+        named = identity is not None
         chosen["session"] = identity.conversation if identity is not None else _by_head(history)
     if clock is not None:
         chosen["clock"] = clock
-    return await _run(model, history, tools, completion, chosen, rest)
+    return await _run(model, history, tools, completion, chosen, rest, named=named)
 
 
 def _by_head(history: Sequence[Any]) -> str:
@@ -145,6 +146,8 @@ async def _run(
     completion: CompletionFn | None,
     options: dict[str, Any],
     kwargs: dict[str, Any],
+    *,
+    named: bool = True,
 ) -> Any:
     convo = Session(model, tools=tools, completion=completion, **options, **kwargs)
     key = _conversation_key(options)
@@ -153,6 +156,10 @@ async def _run(
         convo._resume(entry)
         if options.get("save_file") is None:
             _default_ledger(convo, entry, str(options.get("session")))
+    if entry is None or not named:
+        # Found by its head only (a guess a rewritten history defeats), or not at all: no
+        # later call is sure to read an original back, so nothing is offloaded to memory.
+        convo._without_memory_offload()
 
     async def end(exact: bool) -> None:
         if entry is not None and key is not None:

@@ -168,7 +168,10 @@ def _client(url: str) -> Any:
             f"The Redis state ({url!r}) needs the 'redis' package; install it with "
             "pip install 'ctxmw[proxy]', or use the in-memory state."
         ) from exc
-    return aioredis.Redis.from_url(url, decode_responses=True)
+    # Bounded: a Redis that hangs must not hold a request (or a replica's task) forever.
+    return aioredis.Redis.from_url(
+        url, decode_responses=True, socket_connect_timeout=2, socket_timeout=5
+    )
 
 
 def _text(value: Any) -> str:

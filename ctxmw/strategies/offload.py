@@ -21,6 +21,7 @@ the handle too.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from typing import Any
 
@@ -35,11 +36,17 @@ from ctxmw.context.offload import (
     store_dir,
 )
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
+from ctxmw.messages._memo import BoundedCache
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["HEADER", "MARK", "Offload", "offload", "preview"]
+__all__ = ["HEADER", "MARK", "STORE_SLOT", "Offload", "memo_store", "offload", "preview"]
+
+STORE_SLOT = "offload_store"
+"""The memo slot of a conversation's memory store (no save_file)."""
+SEEN_SLOT = "offload"
+SEEN_MAX_BYTES = 64 * 1024 * 1024  # a conversation holding more has the registry to itself
 
 MARK = "[ctxmw offload "
 """How every preview begins (then the handle)."""
@@ -72,9 +79,7 @@ class Offload:
         """Return ``messages`` with every large tool result shown as its preview."""
         store = self.store or _default_store(ctx)
         stats = ctx.stats.setdefault("offload", {"offloaded": 0})
-        seen: dict[str, tuple[Any, Message | None]] = (
-            ctx.memo.setdefault("offload", {}) if ctx.memo is not None else {}
-        )
+        seen = _seen(ctx)
         calls: dict[str, tuple[str, Any]] | None = None
         out: Messages | None = None
         for i, msg in enumerate(messages):
@@ -86,7 +91,7 @@ class Offload:
             else:
                 calls = calls if calls is not None else _calls(messages)
                 shown = await self._shown(msg, calls, store, ctx)
-                seen[str(msg.get("tool_call_id"))] = (msg["content"], shown)
+                seen.put(str(msg.get("tool_call_id")), (msg["content"], shown))
             if shown is not None:
                 out = out if out is not None else list(messages)
                 out[i] = shown
@@ -110,9 +115,11 @@ class Offload:
         if count_messages(self.counter, ctx.model, [msg])[0] <= threshold:
             return None
         if store is None:
-            ctx.logger.warning(
-                "ctxmw: offload has nowhere to keep the original of a large tool result (no "
-                "save_file, no session): it was sent unchanged."
+            warn_once(
+                ctx.logger,
+                "ctxmw: offload has nowhere to keep the originals of large tool results (no "
+                "save_file, no session): they are sent unchanged. Pass a save_file to offload "
+                "(this warning is shown once).",
             )
             return None
         handle = handle_for(call_id, content)
@@ -161,9 +168,39 @@ def _default_store(ctx: StrategyContext) -> ResultStore | None:
     if ctx.save_file is not None:
         return FileResultStore(store_dir(ctx.save_file))
     if ctx.memo is not None:
-        store: ResultStore = ctx.memo.setdefault("offload_store", MemoryResultStore())
-        return store
+        return memo_store(ctx.memo)
     return None
+
+
+def memo_store(memo: dict[str, Any]) -> MemoryResultStore:
+    """The memory store a conversation keeps in its memo (made on first use)."""
+    store = memo.get(STORE_SLOT)
+    if not isinstance(store, MemoryResultStore):
+        store = memo[STORE_SLOT] = MemoryResultStore()
+    return store
+
+
+def _seen(ctx: StrategyContext) -> BoundedCache:
+    """Call id -> (the content last seen, what was sent for it), kept in the memo.
+
+    A bounded cache: a stateless conversation's registry counts the originals it holds.
+    """
+    if ctx.memo is None:
+        return BoundedCache(SEEN_MAX_BYTES)
+    seen = ctx.memo.get(SEEN_SLOT)
+    if not isinstance(seen, BoundedCache):
+        seen = ctx.memo[SEEN_SLOT] = BoundedCache(SEEN_MAX_BYTES)
+    return seen
+
+
+_warned: set[str] = set()
+
+
+def warn_once(logger: logging.Logger, message: str) -> None:
+    """Log ``message`` as a WARNING the first time this process sees it."""
+    if message not in _warned:
+        _warned.add(message)
+        logger.warning(message)
 
 
 offload = register_strategy("offload")(Offload())

@@ -128,11 +128,10 @@ class Summarize:
             response = await _completion(ctx)(model=model, messages=request, **extra)
             text = response_text(response)
         except Exception as exc:  # any provider failure: fall back, never break the call
-            ctx.logger.warning(
-                "ctxmw: summarize fell back to truncation: the summary call to %r failed: %s: %s",
+            ctx.logger.warning(  # the error's text may quote the prompt: its type only
+                "ctxmw: summarize fell back to truncation: the summary call to %r failed (%s).",
                 model,
-                type(exc).__name__,
-                exc,
+                _failure(exc),
             )
             return None
         lost = survival_loss(messages, fold, text, ctx.settings)
@@ -188,6 +187,11 @@ def _frozen(ctx: StrategyContext, messages: Messages, fold: Fold) -> tuple[Fold,
 
 def _completion(ctx: StrategyContext) -> Callable[..., Awaitable[Any]]:
     return ctx.completion if ctx.completion is not None else default_completion()
+
+
+def _failure(exc: Exception) -> str:
+    status = getattr(exc, "status_code", None)
+    return f"{type(exc).__name__}, HTTP {status}" if isinstance(status, int) else type(exc).__name__
 
 
 def _bullets(items: Sequence[str]) -> str:

@@ -17,6 +17,7 @@ from typing import Any
 
 import anyio
 
+from ctxmw._files import private_dirs, write_all
 from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
 from ctxmw.telemetry.marks import CacheMark
@@ -247,14 +248,12 @@ class LedgerWriter:
 
     def _append(self, data: bytes) -> None:
         path = self.path
-        path.parent.mkdir(parents=True, exist_ok=True)
+        private_dirs(path.parent)
         with open(path, "a+b", buffering=0, opener=_owner_only) as handle:
             size = handle.seek(0, os.SEEK_END)
             if size and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n":
                 data = b"\n" + data
-            view = memoryview(data)
-            while view:
-                view = view[handle.write(view) or 0 :]
+            write_all(handle.fileno(), data)  # a full disk raises, never loops
 
 
 def _owner_only(path: str, flags: int) -> int:

@@ -28,7 +28,7 @@ import yaml
 from tests._fleet_convo import chat_completion
 from tests._redis import free_port
 
-__all__ = ["MASTER_KEY", "Replica", "Upstream", "write_config"]
+__all__ = ["MASTER_KEY", "TENANT_KEYS", "Replica", "Upstream", "write_config"]
 
 MASTER_KEY = "sk-ctxmw-fleet-test-4f1c9b"  # 1.110 refuses no key and the well-known sk-1234
 
@@ -36,7 +36,8 @@ MASTER_KEY = "sk-ctxmw-fleet-test-4f1c9b"  # 1.110 refuses no key and the well-k
 class Upstream:
     """See the module docstring."""
 
-    def __init__(self) -> None:
+    def __init__(self, *, cache_figures: bool = True) -> None:
+        self.cache_figures = cache_figures
         self.requests: list[dict[str, Any]] = []
         self._seen: set[bytes] = set()
         self._lock = threading.Lock()
@@ -94,12 +95,15 @@ class Upstream:
         if hold:
             self.held.set()
             self._release.wait(timeout=120)
-        return chat_completion(
+        answer = chat_completion(
             prompt,
             cached,
             reply_id=f"chatcmpl-{len(self.requests)}",
             model=body.get("model", "fake-model"),
         )
+        if not self.cache_figures:  # most self-hosted servers report no cache reads at all
+            del answer["usage"]["prompt_tokens_details"]
+        return answer
 
 
 def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
@@ -153,8 +157,15 @@ def write_config(
     settings: dict[str, Any],
     ledger: str | None = None,
     callbacks: bool = True,
+    section: dict[str, Any] | None = None,
+    tenants: bool = False,
 ) -> Path:
-    """A proxy config: one model group ``agent`` on the upstream, ctxmw on the proxy's Redis."""
+    """A proxy config: one model group ``agent`` on the upstream, ctxmw on the proxy's Redis.
+
+    ``section`` adds keys to the ``ctxmw:`` section; ``tenants`` authenticates requests with
+    :data:`TENANT_AUTH` (written beside the config), which gives :data:`TENANT_KEYS` the
+    identities two virtual keys of two teams have.
+    """
     config: dict[str, Any] = {
         "model_list": [
             {
@@ -175,10 +186,45 @@ def write_config(
             config["router_settings"] = {"redis_host": "127.0.0.1", "redis_port": redis_port}
         if ledger is not None:
             ctxmw["ledger"] = ledger
+        ctxmw.update(section or {})
         config["litellm_settings"] = {"callbacks": ["ctxmw.proxy.hook", "prometheus"]}
         config["ctxmw"] = ctxmw
+    if tenants:
+        (path.parent / "tenant_auth.py").write_text(TENANT_AUTH, encoding="utf-8")
+        config["general_settings"]["custom_auth"] = "tenant_auth.user_api_key_auth"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
     return path
+
+
+TENANT_KEYS = {"team-a": "sk-tenant-a-0d1e", "team-b": "sk-tenant-b-7c2f"}
+"""Two keys of two teams (see :data:`TENANT_AUTH`)."""
+
+# Virtual keys live in the proxy's database, which needs Prisma and its engines (downloaded when
+# the client is generated, which a machine without network cannot do). The proxy's custom_auth
+# hook returns the same UserAPIKeyAuth a virtual key of a team yields: its hashed token, its
+# alias and its team; the master key stays the proxy admin's.
+TENANT_AUTH = f"""
+import hashlib
+
+from fastapi import HTTPException
+from litellm.proxy._types import LitellmUserRoles, UserAPIKeyAuth
+
+TEAMS = {{key: team for team, key in {TENANT_KEYS!r}.items()}}
+
+
+async def user_api_key_auth(request, api_key):
+    key = api_key.removeprefix("Bearer ").strip()
+    token = hashlib.sha256(key.encode()).hexdigest()
+    if key == {MASTER_KEY!r}:
+        return UserAPIKeyAuth(
+            api_key=key, token=token, user_id="admin", user_role=LitellmUserRoles.PROXY_ADMIN
+        )
+    if key in TEAMS:
+        return UserAPIKeyAuth(
+            api_key=key, token=token, key_alias=TEAMS[key] + "-key", team_id=TEAMS[key]
+        )
+    raise HTTPException(status_code=401, detail="unknown key")
+"""
 
 
 def litellm_binary() -> str:
@@ -255,18 +301,23 @@ class Replica:
         except subprocess.TimeoutExpired:
             self.kill()
 
-    def chat(self, messages: list[dict[str, Any]], session: str, **extra: Any) -> httpx.Response:
-        """One chat request for ``session``."""
+    def chat(
+        self, messages: list[dict[str, Any]], session: str, key: str = MASTER_KEY, **extra: Any
+    ) -> httpx.Response:
+        """One chat request for ``session``, with ``key``."""
         body = {"model": "agent", "messages": messages, "litellm_session_id": session, **extra}
         return httpx.post(
-            f"{self.url}/v1/chat/completions", json=body, headers=_auth(), timeout=120
+            f"{self.url}/v1/chat/completions", json=body, headers=_auth(key), timeout=120
         )
 
-    def note(self, session: str, text: str) -> httpx.Response:
-        """Post an inbox note."""
-        url = f"{self.url}/ctxmw/inbox/{session}"
-        return httpx.post(url, json={"text": text}, headers=_auth(), timeout=120)
+    def note(
+        self, session: str, text: str, key: str = MASTER_KEY, kind: str = "inbox"
+    ) -> httpx.Response:
+        """Post an inbox note (``kind="abort"``: an abort with ``text`` as its reason)."""
+        body = {"text": text} if kind == "inbox" else {"reason": text}
+        url = f"{self.url}/ctxmw/{kind}/{session}"
+        return httpx.post(url, json=body, headers=_auth(key), timeout=120)
 
 
-def _auth() -> dict[str, str]:
-    return {"Authorization": f"Bearer {MASTER_KEY}"}
+def _auth(key: str = MASTER_KEY) -> dict[str, str]:
+    return {"Authorization": f"Bearer {key}"}

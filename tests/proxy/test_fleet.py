@@ -24,13 +24,14 @@ MODEL = "openai/fake-model"
 
 
 def ledger(fleet: Fleet, session: str) -> list[dict[str, Any]]:
-    """Every replica's ledger records of ``session``, in round order."""
+    """Every replica's ledger records of the client's ``session`` (kept under the key's scope,
+    ``<scope>/<session>``), in round order."""
     records = []
     for replica in fleet.replicas:
         path = fleet.ledger(replica)
         if path.exists():
             lines = path.read_text(encoding="utf-8").splitlines()
-            records += [r for r in map(json.loads, lines) if r["session"] == session]
+            records += [r for r in map(json.loads, lines) if r["session"].endswith("/" + session)]
     return sorted(records, key=lambda r: r["round"])
 
 
@@ -46,7 +47,8 @@ def run(fleet: Fleet, session: str, rounds: range, pick: Any) -> list[list[dict[
 def oracle_run(
     fleet: Fleet, session: str, rounds: range, notes: dict[int, str] | None = None
 ) -> Any:
-    oracle = Oracle(session, MODEL, fleet.upstream.api_base)
+    # The record's session is the conversation's scoped id: the client's id under its key's scope.
+    oracle = Oracle(ledger(fleet, session)[0]["session"], MODEL, fleet.upstream.api_base)
 
     async def go() -> list[tuple[Any, dict[str, Any]]]:
         out = []
