@@ -54,7 +54,7 @@ from ctxmw.strategies.cache_breakpoints import cache_breakpoints
 from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
 from ctxmw.telemetry.prefix import PrefixTracker
 from ctxmw.telemetry.rules import uses_breakpoints
-from ctxmw.types import Message, Messages, StrategyContext
+from ctxmw.types import Message, Messages
 
 __all__ = [
     "CACHING_MODELS",
@@ -195,11 +195,8 @@ class _Run:
             }
             cost = {key: self.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
             loss = references.measure(point, prompt)
-            out.append(
-                CallFigures(
-                    t, point, r.prompt_tokens, r.prefix_tokens, previous, r.broke, splits, cost, loss
-                )
-            )
+            shape = (r.prompt_tokens, r.prefix_tokens, previous, r.broke)
+            out.append(CallFigures(t, point, *shape, splits, cost, loss))
             previous = body
             last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()

@@ -146,7 +146,9 @@ class ReferenceIndex:
 
     def __init__(self, messages: Sequence[Any]) -> None:
         self._messages = messages
-        self._position = {id(m): j for j, m in enumerate(messages)}
+        self._ids = [id(m) for m in messages]
+        self._originals = set(self._ids)  # an original is alive (held here): no id reuse
+        self._texts: dict[int, tuple[Any, str]] = {}
         texts = [message_text(m) for m in messages]
         self._starts: list[int] = []
         offset = 0
@@ -196,26 +198,31 @@ class ReferenceIndex:
         refs = self.references(point)
         if not refs:
             return CallLoss()
-        kept: set[int] = set()
-        changed: list[Any] = []
-        for msg in prompt:
-            j = self._position.get(id(msg))
-            if j is not None and self._messages[j] is msg:
-                kept.add(j)
-            else:
-                changed.append(msg)
-        seen = _SEPARATOR.join(message_text(m) for m in changed)
-        missing = [
-            (text, where)
-            for text, where in refs
-            if not (any(j in kept for j in where) or text in seen)
-        ]
+        present = set(map(id, prompt))
+        ids = self._ids
+        missing = [(t, where) for t, where in refs if not any(ids[j] in present for j in where)]
+        if not missing:
+            return CallLoss(len(refs), len(refs))
+        changed = [m for m in prompt if id(m) not in self._originals]
+        seen = self._changed_text(changed)
+        missing = [(t, where) for t, where in missing if t not in seen]
         if not missing:
             return CallLoss(len(refs), len(refs))
         pointed = self._pointed(seen)
         results = {m.get("tool_call_id") for m in changed if role_of(m) == "tool"}
         lost = tuple(self._lost(text, where, pointed, results) for text, where in missing)
         return CallLoss(len(refs), len(refs) - len(lost), lost)
+
+    def _changed_text(self, changed: list[Any]) -> str:
+        """The text of the messages a strategy made, each read once while it is being sent."""
+        known, kept = self._texts, {}
+        for msg in changed:
+            entry = known.get(id(msg))
+            kept[id(msg)] = (
+                entry if entry is not None and entry[0] is msg else (msg, message_text(msg))
+            )
+        self._texts = kept
+        return _SEPARATOR.join(text for _, text in kept.values())
 
     def _lost(self, text: str, where: list[int], pointed: set[int], results: set[Any]) -> Lost:
         source = where[0]
