@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import anyio
 import pytest
 
+from ctxmw.cli import main
 from ctxmw.replay import ReplayResult, call_points, distinctive, replay
 from ctxmw.replay.loss import CallLoss, ReferenceIndex, action_text
 from ctxmw.telemetry.counters import ApproxCounter
@@ -172,3 +174,36 @@ def test_every_call_point_is_measured_once() -> None:
     calls = result.strategies["none"].calls
     assert [c.message_index for c in calls] == call_points(messages)
     assert [c.loss.references for c in calls] == [0, 2, 0]
+
+
+def test_show_call_prints_the_prompt_and_its_hidden_references(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(conversation()))
+    argv = ["replay", str(path), "--show-call", "2", "--strategies", "clear_tool_results"]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("CTXMW_CLEAR_TOOL_RESULTS_TRIGGER", "0")
+        mp.setenv("CTXMW_CLEAR_TOOL_RESULTS_KEEP", "0")
+        assert main(argv) == 0
+    out = capsys.readouterr().out
+    assert "call 2 (the assistant message at index 4)" in out
+    assert "references: 2, shown 0, recoverable 0, gone 2" in out
+    assert f"gone: {PATH!r} (first in the tool result at index 3, compacted" in out
+
+
+@pytest.mark.parametrize(
+    ("extra", "problem"),
+    [
+        (["--show-call", "9"], "has 3 call points; pick one from 1 to 3"),
+        (["--show-call", "1", "--strategies", "none;default"], "shows one strategy list"),
+        (["--show-call", "1", "--synthetic", "3"], "needs exactly one transcript"),
+    ],
+)
+def test_show_call_says_what_it_needs(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], extra: list[str], problem: str
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(conversation()))
+    assert main(["replay", str(path), *extra]) == 2
+    assert problem in capsys.readouterr().err

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
@@ -23,6 +23,7 @@ from ctxmw.replay import (
     replay,
     synthetic_name,
 )
+from ctxmw.replay.coding import coding_session, swe_run
 from ctxmw.replay.format import format_table, plot_replay
 from ctxmw.replay.loss import ReferenceIndex
 from ctxmw.replay.synthetic import synthetic_transcript
@@ -34,6 +35,11 @@ __all__ = ["add_replay_command", "format_call", "split_strategy_lists"]
 if TYPE_CHECKING:
     from ctxmw.cli._args import Adder, SubParsers
 
+_KINDS: dict[str, Callable[[int, int], Messages]] = {
+    "words": lambda n, seed: synthetic_transcript(n, seed=seed),
+    "swe": lambda n, seed: swe_run(seed, n_calls=n),
+    "coding": lambda n, seed: coding_session(n, seed=seed),
+}
 _HELP = "replay transcripts through strategy lists: tokens, cache reuse, cost, retention"
 
 
@@ -60,6 +66,14 @@ def add_replay_command(sub: SubParsers, add: Adder) -> None:
         help="also replay a synthetic agent run of N calls",
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed of --synthetic (default 0)")
+    cmd.add_argument(
+        "--kind",
+        choices=sorted(_KINDS),
+        default="words",
+        help="what --synthetic generates: 'words' (sizes and repeats only), 'swe' (a SWE-bench-"
+        "like bash agent), 'coding' (a long coding session); swe and coding runs reuse what "
+        "their tool results showed, so the hidden column has something to measure",
+    )
     cmd.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"litellm model priced (default {DEFAULT_MODEL})"
     )
@@ -125,7 +139,9 @@ async def _transcripts(args: argparse.Namespace) -> dict[str, Messages]:
         raise UsageError("No transcript to replay: every file given was skipped.")
     if args.synthetic is not None:
         name = synthetic_name(args.synthetic, args.seed)
-        transcripts[name] = synthetic_transcript(args.synthetic, seed=args.seed)
+        if args.kind != "words":
+            name = name.replace("synthetic:", f"{args.kind}:", 1)
+        transcripts[name] = _KINDS[args.kind](args.synthetic, args.seed)
     return transcripts
 
 

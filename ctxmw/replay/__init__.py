@@ -10,6 +10,11 @@ from and writes to the cache, and the cost at one model's prices (see
 :mod:`ctxmw.replay.caching` for the caching models and where prices come from). ``none`` is
 always replayed: it is the baseline of every ratio.
 
+Beside cost, what the model loses (:mod:`ctxmw.replay.loss`): at every call point, the
+references of the recorded next assistant message (its distinctive strings that first appeared
+in a tool result) and how many the prompt still shows, only points to with an offload handle,
+or no longer has. :func:`prompts` yields the very prompts measured, one per call point.
+
 Token counts are litellm's (the model's tokenizer) unless another counter is passed; each distinct
 message is counted once for the whole replay, whatever strategy list produced it.
 """

@@ -177,7 +177,7 @@ class Repo:
 
 def _module(rng: Random, names: list[str]) -> list[str]:
     lines = ['"""Module docstring."""', "", "from __future__ import annotations", ""]
-    for _ in range(rng.randint(4, 14)):
+    for _ in range(rng.randint(6, 30)):
         fn, helper, other = rng.choice(names), rng.choice(names), rng.choice(names)
         var, arg = rng.choice(_NOUNS), rng.choice(_NOUNS)
         lines += [
@@ -216,9 +216,10 @@ def _uses(files: dict[str, list[str]]) -> dict[str, list[tuple[str, int]]]:
 class Seen:
     """What tool results showed, by kind (path, symbol, line, test, code, read) and call."""
 
-    def __init__(self, rng: Random, median_age: float) -> None:
+    def __init__(self, rng: Random, median_age: float, spread: float) -> None:
         self._rng = rng
         self._log_median = math.log(median_age)
+        self._spread = spread
         self._calls: dict[str, list[int]] = {}
         self._items: dict[str, list[list[str]]] = {}
 
@@ -240,6 +241,6 @@ class Seen:
         calls = self._calls.get(kind)
         if not calls:
             return None
-        age = self._rng.lognormvariate(self._log_median, 1.2)
+        age = self._rng.lognormvariate(self._log_median, self._spread)
         at = max(bisect_right(calls, now - age) - 1, 0)
         return self._rng.choice(self._items[kind][at])

@@ -7,7 +7,7 @@ function names and line numbers in file reads and grep hits, failing test ids an
 test output, and the agent's next action (a read of a path it was shown, an edit whose old text
 is a line it read, a grep for a name it saw, a test id from a failure) reuses them. What it
 reuses is picked by age: mostly what the last few calls showed, sometimes something from far
-back (a lognormal age in calls, median :data:`MEDIAN_AGE`).
+back (a lognormal age in calls, median :data:`MEDIAN_AGE`, log-sd :data:`AGE_SPREAD`).
 
 - :func:`swe_run`: a SWE-bench-like run of a tool-calling bash agent (mini-swe-agent's shape):
   one task, 30-120 calls, results of about 1-8 KB (``cat``/``sed -n`` reads, ``grep -n`` hits,
@@ -28,10 +28,14 @@ from typing import Any
 from ctxmw.replay._repo import Repo, Seen
 from ctxmw.types import Messages
 
-__all__ = ["MEDIAN_AGE", "coding_session", "swe_run"]
+__all__ = ["AGE_SPREAD", "MEDIAN_AGE", "coding_session", "swe_run"]
 
-MEDIAN_AGE = 4.0
+MEDIAN_AGE = 3.0
 """The median age, in calls, of what the next action reuses."""
+AGE_SPREAD = 2.3
+"""The log-sd of that age: a long tail, as in real sessions (in the shared Claude Code and
+mini-swe-agent transcripts a tenth of the references reuse a string last shown 16-27 tool results
+earlier)."""
 
 SWE_SYSTEM = (
     "You are a helpful assistant that can interact with a computer shell to solve programming "
@@ -88,7 +92,7 @@ class _Agent:
     def __init__(self, rng: random.Random, repo: Repo, *, bash: bool) -> None:
         self.rng, self.repo, self.bash = rng, repo, bash
         self.messages: Messages = []
-        self.seen = Seen(rng, MEDIAN_AGE)
+        self.seen = Seen(rng, MEDIAN_AGE, AGE_SPREAD)
         self.calls = 0
 
     def start(self, system: str, task: str) -> None:
@@ -162,6 +166,8 @@ class _Agent:
         lines = self.repo.files[path]
         start = self.rng.randrange(max(1, len(lines) - 30))
         end = min(len(lines), start + self.rng.randint(40, 200))
+        if not self.bash and self.rng.random() < 0.4:
+            start, end = 0, len(lines)  # Read without a range: the whole file
         self.seen.add("read", [path], self.calls)
         for number in range(start, end):
             self.seen.add("symbol", self.repo.names_in(lines[number]), self.calls)
