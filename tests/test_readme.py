@@ -1,4 +1,5 @@
-"""The README's code runs, its commands match CI, and its settings table matches Settings.
+"""The README and the guides in docs/: their code runs, their commands match CI, their tables and
+links hold, and they stay written for users (short README, no development history).
 
 The scripts in examples/ are run by tests/test_examples.py.
 """
@@ -9,47 +10,123 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ctxmw.settings import Settings
+import ctxmw.strategies
+from ctxmw.settings import DEFAULT_STRATEGIES, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
-README = (ROOT / "README.md").read_text()
+README = ROOT / "README.md"
+DOCS = sorted((ROOT / "docs").glob("*.md"))
+PAGES = [README, *DOCS]
+README_MAX_BYTES = 15_000
+
+# Hex words that are not commit hashes: the offload handle of docs/offload.md's example.
+NOT_HASHES = {"3f2a9c1b7d4e5a60"}
+HISTORY = re.compile(r"\b[Ii]ssues? #?\d+|\bthis round\b|\bcommit [0-9a-f]{7}", re.IGNORECASE)
+HEX_WORD = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
+LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
 
 
-def _blocks(lang: str) -> list[str]:
-    return re.findall(rf"```{lang}\n(.*?)```", README, flags=re.DOTALL)
+def _name(page: Path) -> str:
+    return page.relative_to(ROOT).as_posix()
 
 
-@pytest.mark.parametrize("index", range(len(_blocks("python"))))
-def test_python_blocks_run(index: int, tmp_path: Path) -> None:
+def _blocks(page: Path, lang: str) -> list[str]:
+    return re.findall(rf"```{lang}\n(.*?)```", page.read_text(), flags=re.DOTALL)
+
+
+def _python_blocks() -> list[Any]:
+    return [
+        pytest.param(page, index, id=f"{_name(page)}#{index}")
+        for page in PAGES
+        for index in range(len(_blocks(page, "python")))
+    ]
+
+
+@pytest.mark.parametrize(("page", "index"), _python_blocks())
+def test_python_blocks_run(page: Path, index: int, tmp_path: Path) -> None:
     script = tmp_path / f"block_{index}.py"
-    script.write_text(_blocks("python")[index])
+    script.write_text(_blocks(page, "python")[index])
     subprocess.run([sys.executable, str(script)], check=True, cwd=tmp_path, timeout=120)
 
 
+def test_the_readme_and_the_docs_hold_python_blocks() -> None:
+    assert _blocks(README, "python")
+    assert sum(len(_blocks(page, "python")) for page in DOCS) >= 8
+
+
 def test_ci_runs_the_readme_test_command() -> None:
-    commands = [b.strip() for b in _blocks("bash")]
+    commands = [b.strip() for b in _blocks(README, "bash")]
     test_command = next(c for c in commands if "pytest" in c)
     assert test_command in (ROOT / ".ci" / "run").read_text()
     assert any(c.endswith("ctxmw demo") for c in commands)
 
 
+def test_the_readme_shows_an_acompletion_agent_with_a_tool_and_a_save_file() -> None:
+    agent = next(b for b in _blocks(README, "python") if "ctxmw.acompletion(" in b)
+    assert "tools=[" in agent
+    assert "save_file=" in agent
+    assert 15 <= len(agent.strip().splitlines()) <= 25
+
+
+@pytest.mark.parametrize("page", [README, ROOT / "docs" / "strategies.md"], ids=_name)
+def test_the_strategy_table_names_every_built_in_strategy(page: Path) -> None:
+    rows = [line for line in page.read_text().splitlines() if line.startswith("| `")]
+    documented = {match.group(1) for row in rows if (match := re.match(r"\| `(\w+)`", row))}
+    assert {*ctxmw.strategies.__all__, "none"} <= documented
+    for name in DEFAULT_STRATEGIES:
+        assert any(row.startswith(f"| `{name}` (default)") for row in rows), name
+
+
+def test_the_readme_is_short() -> None:
+    size = len(README.read_bytes())
+    assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_no_development_history(page: Path) -> None:
+    text = page.read_text()
+    history = [m.group(0) for m in HISTORY.finditer(text)]
+    hashes = [m.group(0) for m in HEX_WORD.finditer(text) if m.group(0) not in NOT_HASHES]
+    assert not history, f"{_name(page)} mentions development history: {history}"
+    assert not hashes, f"{_name(page)} holds what look like commit hashes: {hashes}"
+
+
+def _prose(page: Path) -> str:
+    return re.sub(r"```.*?```", "", page.read_text(), flags=re.DOTALL)
+
+
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_relative_links_point_to_existing_files(page: Path) -> None:
+    targets = [t for t in LINK.findall(_prose(page)) if "://" not in t and not t.startswith("#")]
+    missing = [t for t in targets if not (page.parent / t.split("#", 1)[0]).exists()]
+    assert not missing, f"{_name(page)} links to missing files: {missing}"
+
+
+def test_the_docs_index_lists_every_page() -> None:
+    index = (ROOT / "docs" / "index.md").read_text()
+    linked = set(LINK.findall(index))
+    assert {page.name for page in DOCS if page.name != "index.md"} <= linked
+
+
 @pytest.mark.parametrize("name", list(Settings.model_fields))
 def test_every_setting_is_documented_with_its_env_name(name: str) -> None:
-    row = next((line for line in README.splitlines() if line.startswith(f"| `{name}` |")), None)
-    assert row is not None, f"README settings table has no row for {name}"
+    settings = (ROOT / "docs" / "settings.md").read_text()
+    row = next((line for line in settings.splitlines() if line.startswith(f"| `{name}` |")), None)
+    assert row is not None, f"docs/settings.md has no row for {name}"
     assert f"`CTXMW_{name.upper()}`" in row
     default = Settings.model_fields[name].default
     if name != "compaction_notice":
         assert f"`{default}`" in row
 
 
-def test_the_readme_tells_how_to_use_ctxmw_inside_agent_frameworks() -> None:
-    section = README.split("## Use inside agent frameworks", 1)[1].split("\n## ", 1)[0]
+def test_the_docs_tell_how_to_use_ctxmw_inside_agent_frameworks() -> None:
+    page = (ROOT / "docs" / "frameworks.md").read_text()
     for name in ("LitellmModel", "LiteLlm", "ChatLiteLLM", "patch_litellm", 'metadata={"ctxmw"'):
-        assert name in section
-    examples = re.findall(r"`(examples/frameworks_\w+\.py)`", section)
+        assert name in page
+    examples = re.findall(r"`(examples/frameworks_\w+\.py)`", page)
     assert len(examples) == 3
     assert all((ROOT / path).is_file() for path in examples)

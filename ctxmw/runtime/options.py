@@ -1,10 +1,16 @@
 """ctxmw's own arguments of one call, wherever the caller put them.
 
 Code that calls ``litellm.acompletion`` itself (an agent framework) can only pass what the
-framework passes through: extra keyword arguments, and ``metadata``. So ctxmw's options are read
-from both: keyword arguments first, then ``metadata={"ctxmw": {...}}``. Both are removed from what
-goes to the provider: a local path or a strategy list has no business in a request body. Which
-conversation a call belongs to is :mod:`ctxmw.runtime.identity`'s.
+framework passes through, so ctxmw's options are read, in this order of precedence, from:
+
+1. keyword arguments (``save_file=...``);
+2. ``metadata={"ctxmw": {...}}``;
+3. ``litellm_metadata={"ctxmw": {...}}`` (litellm's own metadata argument);
+4. ``extra_body={"metadata": {"ctxmw": {...}}}`` (agno sends ``LiteLLM(metadata=...)`` there).
+
+Every ``ctxmw`` entry is removed from what goes to the provider, and a carrier left empty is
+dropped: a local path or a strategy list has no business in a request body. Which conversation
+a call belongs to is :mod:`ctxmw.runtime.identity`'s.
 """
 
 from __future__ import annotations
@@ -14,7 +20,7 @@ from typing import Any
 
 from ctxmw.errors import UsageError
 
-__all__ = ["OPTION_NAMES", "split_options"]
+__all__ = ["OPTION_NAMES", "split_options", "without_ctxmw"]
 
 OPTION_NAMES = (
     "max_rounds",
@@ -27,29 +33,56 @@ OPTION_NAMES = (
 )
 """ctxmw's arguments of ``acompletion`` (besides ``tools`` and ``completion``)."""
 
+_CARRIERS = ("metadata", "litellm_metadata")
+
 
 def split_options(kwargs: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any]]:
     """Split one call's keyword arguments into (ctxmw's options, what litellm gets).
 
-    ``metadata["ctxmw"]`` supplies options not given as keyword arguments; the rest of
-    ``metadata`` is passed on (a ``metadata`` left empty is dropped).
-
     Raises:
-        UsageError: ``metadata["ctxmw"]`` is not a mapping or names an unknown option.
+        UsageError: a ``ctxmw`` entry is not a mapping or names an unknown option.
     """
     rest = dict(kwargs)
     options = {name: rest.pop(name) for name in OPTION_NAMES if name in rest}
-    metadata = rest.get("metadata")
-    if isinstance(metadata, Mapping) and "ctxmw" in metadata:
-        given = metadata["ctxmw"]
+    for given in _taken(rest):
         for name, value in _checked(given).items():
             options.setdefault(name, value)
-        kept = {k: v for k, v in metadata.items() if k != "ctxmw"}
-        if kept:
-            rest["metadata"] = kept
-        else:
-            del rest["metadata"]
     return options, rest
+
+
+def without_ctxmw(kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``kwargs`` with every ``ctxmw`` entry of its carriers removed (the entries unchecked)."""
+    rest = dict(kwargs)
+    _taken(rest)
+    return rest
+
+
+def _taken(rest: dict[str, Any]) -> list[object]:
+    """Remove the ``ctxmw`` entry of every carrier in ``rest`` (in place); the entries, in order
+    of precedence."""
+    found = [entry for name in _CARRIERS for entry in _pop_entry(rest, name)]
+    extra = rest.get("extra_body")
+    if isinstance(extra, Mapping):
+        body = dict(extra)
+        found += _pop_entry(body, "metadata")
+        if body != extra:
+            _put(rest, "extra_body", body)
+    return found
+
+
+def _pop_entry(holder: dict[str, Any], name: str) -> list[object]:
+    metadata = holder.get(name)
+    if not isinstance(metadata, Mapping) or "ctxmw" not in metadata:
+        return []
+    _put(holder, name, {k: v for k, v in metadata.items() if k != "ctxmw"})
+    return [metadata["ctxmw"]]
+
+
+def _put(holder: dict[str, Any], name: str, value: dict[str, Any]) -> None:
+    if value:
+        holder[name] = value
+    else:
+        del holder[name]
 
 
 def _checked(given: Any) -> Mapping[str, Any]:

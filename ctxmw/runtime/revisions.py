@@ -336,6 +336,6 @@ def _check_block(line: dict[str, Any], block: Messages, span: int, size: int) ->
 def _bad(line: dict[str, Any], why: str, index: int) -> None:
     raise InvalidTranscriptError(
         f"the record {line!r} cannot be applied: {why}. The file is damaged; repair or move "
-        "that line (the line format is in the README, 'The save_file').",
+        "that line (the line format is in docs/sessions.md, 'The save_file').",
         index,
     )

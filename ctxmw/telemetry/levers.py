@@ -5,7 +5,8 @@ OpenAI routes a request to a cache machine by a hash of the prompt's first token
 machine that holds its prefix (OpenAI's prompt caching guide). ctxmw sends one, unless the
 caller set their own or the ``prompt_cache_key`` setting is off, wherever litellm lists
 ``prompt_cache_key`` among the provider's supported parameters (OpenAI, Azure OpenAI, and the
-others litellm passes it to), and never to a self-hosted endpoint (it has no use for it).
+others litellm passes it to), and never to a self-hosted endpoint (named by ``api_base`` or
+``base_url``: it has no use for it).
 
 The key is derived from the conversation's head (every message up to and including the first
 user message: the system prompt and the task), which strategies never change: it is the same on
@@ -21,7 +22,7 @@ from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.messages.canonical import canonical_bytes
-from ctxmw.telemetry.rules import self_hosted
+from ctxmw.telemetry.rules import endpoint, self_hosted
 
 __all__ = ["conversation_key", "takes_prompt_cache_key", "with_prompt_cache_key"]
 
@@ -39,7 +40,7 @@ def with_prompt_cache_key(kwargs: MutableMapping[str, Any]) -> MutableMapping[st
         return kwargs
     from ctxmw.telemetry.response import provider_of
 
-    if not takes_prompt_cache_key(model, provider_of(model, kwargs), kwargs.get("api_base")):
+    if not takes_prompt_cache_key(model, provider_of(model, kwargs), endpoint(kwargs)):
         return kwargs
     return {**kwargs, "prompt_cache_key": conversation_key(messages)}
 

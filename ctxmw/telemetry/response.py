@@ -8,13 +8,14 @@ from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.telemetry.cost import fast_cost
+from ctxmw.telemetry.rules import endpoint
 
 __all__ = ["cost_of", "provider_of", "reply_of"]
 
 
 def provider_of(model: str, kw: Mapping[str, Any]) -> str:
     """litellm's provider for this call ('' when litellm cannot tell)."""
-    base = kw.get("api_base") or kw.get("base_url")
+    base = endpoint(kw)
     custom = kw.get("custom_llm_provider")
     if not (isinstance(base, str | None) and isinstance(custom, str | None)):
         return _provider(model, custom, base)
