@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from bisect import bisect_right
 from typing import Any
 
@@ -123,4 +124,6 @@ def test_the_table_shows_the_limit_as_a_row() -> None:
     )
     rows = {line.split("  ")[0].strip(): line for line in format_table(result).splitlines()}
     assert "optimal (the limit)" in rows
-    assert "x opt" in rows["default"]
+    # Every cost cell: the dollars, x none, then x optimal (1.00x on the limit's own row).
+    assert re.search(r"\$[\d.,]+ [\d.]+x [\d.]+x", rows["default"])
+    assert rows["optimal (the limit)"].count(" 1.00x") == 3
