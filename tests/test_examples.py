@@ -45,6 +45,7 @@ PROMISES = {
         "sent after the crash: ['user', 'user'] tools run again: []",
         "set aside, still in the file: ['user', 'assistant']",
     ],
+    "replay_loss.py": ["88 calls, 159 references", "default ", "the prompt before message"],
     "frameworks_openai_agents.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
