@@ -35,6 +35,7 @@ from ctxmw.messages.shorten import shorten
 from ctxmw.messages.validate import validate
 from ctxmw.runtime.patch import patch_litellm
 from ctxmw.runtime.session import Session
+from ctxmw.runtime.sync import completion
 from ctxmw.runtime.wrapper import acompletion
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import prepare_prompt
@@ -69,6 +70,7 @@ __all__ = [
     "acompletion",
     "assemble",
     "budget",
+    "completion",
     "compressor",
     "inbox",
     "list_strategies",

@@ -40,6 +40,7 @@ __all__ = [
     "model_response",
     "price_map_version",
     "real_acompletion",
+    "real_completion",
     "response_message",
     "stream_chunk_builder",
     "stream_chunks",
@@ -101,6 +102,27 @@ def real_acompletion() -> CompletionFn:
     if _is_ctxmw(fn):
         raise UsageError(
             "litellm.main.acompletion was replaced by ctxmw's acompletion, so ctxmw cannot reach "
+            "the provider. Use ctxmw.patch_litellm() (it keeps the original) instead of "
+            "assigning litellm's functions."
+        )
+    return fn
+
+
+def real_completion() -> Callable[..., Any]:
+    """litellm's synchronous ``completion`` even where ctxmw took its place (see
+    :func:`real_acompletion`): ``litellm.main.completion`` once ``litellm.completion`` is ctxmw's.
+
+    Raises:
+        UsageError: ``litellm.main.completion`` was replaced by ctxmw's too.
+    """
+    litellm = load_litellm()
+    fn: Callable[..., Any] = litellm.completion
+    if not _is_ctxmw(fn):
+        return fn
+    fn = litellm.main.completion
+    if _is_ctxmw(fn):
+        raise UsageError(
+            "litellm.main.completion was replaced by ctxmw's completion, so ctxmw cannot reach "
             "the provider. Use ctxmw.patch_litellm() (it keeps the original) instead of "
             "assigning litellm's functions."
         )

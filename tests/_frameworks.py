@@ -8,12 +8,14 @@ model received. With strategy ``none`` the two must agree call by call.
 from __future__ import annotations
 
 import contextlib
+import functools
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import anyio
+import anyio.from_thread
 import litellm
 
 import ctxmw
@@ -26,9 +28,11 @@ MODEL = "openai/scripted"
 
 
 @contextlib.asynccontextmanager
-async def scripted_provider() -> AsyncIterator[tuple[ScriptedProvider, str]]:
+async def scripted_provider(
+    server: ScriptedProvider | None = None,
+) -> AsyncIterator[tuple[ScriptedProvider, str]]:
     """The scripted OpenAI-compatible server and its base URL, for the block's duration."""
-    server = ScriptedProvider()
+    server = server if server is not None else ScriptedProvider()
     async with anyio.create_task_group() as tg:
         base = await server.serve(tg)
         yield server, base
@@ -36,32 +40,65 @@ async def scripted_provider() -> AsyncIterator[tuple[ScriptedProvider, str]]:
 
 
 @contextlib.contextmanager
+def scripted_provider_thread(
+    server: ScriptedProvider | None = None,
+) -> Iterator[tuple[ScriptedProvider, str]]:
+    """The scripted server on an event loop of its own thread: for synchronous agents, whose
+    calls block the thread (and the loop) they are made in."""
+    with (
+        anyio.from_thread.start_blocking_portal() as portal,
+        portal.wrap_async_context_manager(scripted_provider(server)) as served,
+    ):
+        yield served
+
+
+@contextlib.contextmanager
 def calls_through(**defaults: Any) -> Iterator[list[list[Any]]]:
-    """Patch litellm with ctxmw (``defaults`` as its options); yields the framework's prompts."""
+    """Patch litellm with ctxmw (``defaults`` as its options); yields the framework's prompts,
+    given to ``litellm.acompletion`` or ``litellm.completion``."""
     passed: list[list[Any]] = []
-    with ctxmw.patch_litellm(**defaults):
-        patched = litellm.acompletion
+    with ctxmw.patch_litellm(**defaults), contextlib.ExitStack() as stack:
+        for name in ("acompletion", "completion"):
+            stack.enter_context(_spying(name, passed))
+        yield passed
+
+
+@contextlib.contextmanager
+def _spying(name: str, passed: list[list[Any]]) -> Iterator[None]:
+    """Record the messages of every call of litellm's patched ``name``."""
+    patched = getattr(litellm, name)
+
+    def record(kwargs: dict[str, Any]) -> None:
+        passed.append(list(kwargs.get("messages") or []))
+
+    if name == "acompletion":
 
         async def spy(*args: Any, **kwargs: Any) -> Any:
-            passed.append(list(kwargs.get("messages") or []))
+            record(kwargs)
             return await patched(*args, **kwargs)
 
-        holders = [m for m in list(sys.modules.values()) if _holds(m, patched)]
-        for module in holders:  # litellm, and frameworks that copied its function
-            module.acompletion = spy
-        try:
-            yield passed
-        finally:
-            # A framework that imported litellm lazily may have copied the spy: hand it back
-            # the patched function, which the patch's undo then restores.
-            for module in list(sys.modules.values()):
-                if getattr(module, "acompletion", None) is spy:
-                    module.acompletion = patched
+    else:
 
+        def spy(*args: Any, **kwargs: Any) -> Any:  # type: ignore[misc]
+            record(kwargs)
+            return patched(*args, **kwargs)
 
-def _holds(module: Any, fn: Any) -> bool:
+    holders = [m for m in list(sys.modules.values()) if _holds(m, name, patched)]
+    for module in holders:  # litellm, and frameworks that copied its function
+        setattr(module, name, spy)
     try:
-        return bool(getattr(module, "acompletion", None) == fn)
+        yield
+    finally:
+        # A framework that imported litellm lazily may have copied the spy: hand it back
+        # the patched function, which the patch's undo then restores.
+        for module in list(sys.modules.values()):
+            if getattr(module, name, None) is spy:
+                setattr(module, name, patched)
+
+
+def _holds(module: Any, name: str, fn: Any) -> bool:
+    try:
+        return bool(getattr(module, name, None) == fn)
     except Exception:  # a module whose attribute access misbehaves
         return False
 
@@ -80,16 +117,19 @@ def assert_model_got_the_callers_messages(
     assert all(problems == [] for problems in server.problems)
 
 
-async def assert_one_transcript_that_replays(save_file: Path, last_prompt: list[Any]) -> None:
+async def assert_one_transcript_that_replays(
+    save_file: Path, last_prompt: list[Any], *, open_calls: bool = False
+) -> None:
     """One save_file beside its ledger (and its lock, free); its current revision is the last
-    prompt plus the answer."""
+    prompt plus the answer (with ``open_calls``, an answer whose tool calls the agent, stopped
+    by its step limit, never ran)."""
     names = sorted(p.name for p in save_file.parent.iterdir() if p.name.startswith(save_file.stem))
     assert names == [save_file.name, f"{save_file.name}.lock", f"{save_file.stem}.ledger.jsonl"]
     assert lock_is_free(save_file)
     current = await TranscriptFile(save_file).load()
     assert normal(current[:-1]) == normal(last_prompt)
     assert current[-1]["role"] == "assistant"
-    ctxmw.validate(current)
+    ctxmw.validate(current[:-1] if open_calls else current)
 
 
 async def assert_faithful(
@@ -121,3 +161,22 @@ async def assert_two_agents_run_concurrently(
     for name in ("one", "two"):
         mine = [p for p in passed if f"{name}: add" in str(p)]
         await assert_one_transcript_that_replays(tmp_path / name / "agent.jsonl", mine[-1])
+
+
+def assert_faithful_sync(
+    server: ScriptedProvider, passed: list[list[Any]], save_file: Path, *, open_calls: bool = False
+) -> None:
+    """:func:`assert_faithful` for a test without an event loop (a synchronous agent's)."""
+    assert_model_got_the_callers_messages(server, passed)
+    assert_one_transcript_that_replays_sync(save_file, passed[-1], open_calls=open_calls)
+
+
+def assert_one_transcript_that_replays_sync(
+    save_file: Path, last_prompt: list[Any], *, open_calls: bool = False
+) -> None:
+    """:func:`assert_one_transcript_that_replays` for a test without an event loop."""
+    anyio.run(
+        functools.partial(
+            assert_one_transcript_that_replays, save_file, last_prompt, open_calls=open_calls
+        )
+    )

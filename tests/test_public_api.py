@@ -36,6 +36,7 @@ PUBLIC = [
     "acompletion",
     "assemble",
     "budget",
+    "completion",
     "compressor",
     "inbox",
     "list_strategies",

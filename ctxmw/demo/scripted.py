@@ -5,7 +5,10 @@ tool-using model, the way llama.cpp's server does (``content: ""`` beside tool c
 
 * the last message is a user message and the request offers tools: call the first tool, with
   arguments made from its JSON schema (integers 2, numbers 1.5, strings "x", booleans true);
-* the last message is a tool result: answer ``"Done: <the result>"``;
+* the last message is a tool result: call the tool again while this turn (since the last user
+  message) has made fewer than ``tool_rounds`` calls (a long agent run), else answer
+  ``"Done: <the result>"``. The turn's count travels in the call ids (``call_<n>_r<round>``),
+  so it survives a prompt that dropped the turn's older rounds;
 * anything else: answer ``"ok"``.
 
 Every request body is kept (``requests``) and its messages checked against the tool-pairing rules
@@ -37,12 +40,16 @@ _SAMPLES: dict[str, Any] = {"integer": 2, "number": 1.5, "string": "x", "boolean
 class ScriptedProvider:
     """The scripted model behind a loopback OpenAI-compatible endpoint (see the module docstring).
 
+    Args:
+        tool_rounds: tool calls the model makes in a row before it answers (default one).
+
     Attributes:
         requests: every chat-completion request body received, in order.
         problems: per request, the tool-pairing problems of its messages (empty lists when valid).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, tool_rounds: int = 1) -> None:
+        self.tool_rounds = tool_rounds
         self.requests: list[dict[str, Any]] = []
         self.problems: list[list[tuple[int, str]]] = []
         self._failing: list[bool] = []  # per upcoming request: whether it fails
@@ -67,12 +74,13 @@ class ScriptedProvider:
         messages = list(request.get("messages") or [])
         last = messages[-1] if messages else {}
         tools = [t for t in request.get("tools") or [] if isinstance(t, Mapping)]
-        if last.get("role") == "tool":
+        done = _rounds_this_turn(messages)
+        if last.get("role") == "tool" and done >= self.tool_rounds:
             return {"role": "assistant", "content": f"Done: {_text(last.get('content'))}"}
-        if last.get("role") == "user" and tools:
+        if last.get("role") in ("user", "tool") and tools:
             fn = tools[0].get("function") or {}
             call = {
-                "id": f"call_{len(self.requests)}",
+                "id": f"call_{len(self.requests)}_r{done + 1}",
                 "type": "function",
                 "function": {
                     "name": fn.get("name", "tool"),
@@ -97,6 +105,21 @@ class ScriptedProvider:
         if request.get("stream"):
             return _sse(request, message, len(self.requests)), False
         return json_response("200 OK", _completion(request, message, len(self.requests))), True
+
+
+def _rounds_this_turn(messages: list[Any]) -> int:
+    """Tool calls the script made after the last user message: read from the newest call id,
+    else (a framework that renamed the ids) the tool results counted."""
+    results = 0
+    for message in reversed(messages):
+        if message.get("role") == "user":
+            break
+        results += message.get("role") == "tool"
+        for call in message.get("tool_calls") or []:
+            _, _, count = str(call.get("id", "")).rpartition("_r")
+            if count.isdigit():
+                return int(count)
+    return results
 
 
 def _completion(request: Mapping[str, Any], message: dict[str, Any], n: int) -> dict[str, Any]:

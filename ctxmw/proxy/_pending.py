@@ -12,6 +12,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.proxy._routes import Translation
 from ctxmw.runtime.identity import Identity
 from ctxmw.settings import Settings
 from ctxmw.state import Note
@@ -36,6 +37,7 @@ class Pending:
         trace: ``(strategy, output)`` per strategy.
         stats: the strategies' ``ctx.stats``.
         started: ``time.perf_counter()`` when the deployment hook handed the request on.
+        translation: the route's translation to and from chat messages (:mod:`._routes`).
         passthrough: the shared state failed and the policy is ``open``: the caller's messages
             go upstream unchanged, and nothing is recorded.
     """
@@ -50,6 +52,7 @@ class Pending:
     trace: list[tuple[str, Messages]] = field(default_factory=list)
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = 0.0
+    translation: Translation | None = None
     passthrough: bool = False
 
 

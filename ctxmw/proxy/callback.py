@@ -41,7 +41,8 @@ from litellm.integrations.custom_logger import CustomLogger
 from ctxmw.errors import CtxmwError, UsageError
 from ctxmw.proxy._guard import StateUnavailable, after_answer, before_upstream, failed
 from ctxmw.proxy._pending import Pending, PendingRequests
-from ctxmw.proxy._request import checked_messages, nested_too_deep
+from ctxmw.proxy._request import nested_too_deep
+from ctxmw.proxy._routes import ChatTranslation, Translation, translation_of
 from ctxmw.proxy._side_call import DeploymentCall
 from ctxmw.proxy.config import ProxyConfig, load_config
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
@@ -59,7 +60,6 @@ from ctxmw.types import Messages, StrategyContext
 __all__ = ["CtxmwProxyHook"]
 
 logger = logging.getLogger("ctxmw")
-_CHAT_CALLS = {"completion", "acompletion"}
 _MAX_SETTINGS = 256
 
 
@@ -104,15 +104,16 @@ class CtxmwProxyHook(CustomLogger):
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         """Identify the conversation, resolve its settings, claim its notes (see module doc)."""
-        messages = data.get("messages")
-        if _call_name(call_type) not in _CHAT_CALLS or not isinstance(messages, list):
-            return None
         try:
-            pending = self._plan(data, user_api_key_dict, checked_messages(messages))
+            translation = translation_of(data, _call_name(call_type))
+            if translation is None:  # not a conversation ctxmw shortens (see _routes)
+                return None
+            pending = self._plan(data, user_api_key_dict, translation.messages)
         except UsageError as exc:
             raise _http_error(400, str(exc)) from exc
         except RecursionError as exc:
-            raise _http_error(400, nested_too_deep(messages)) from exc
+            raise _http_error(400, nested_too_deep(_conversation_of(data))) from exc
+        pending.translation = translation
         call_id = str(data.get("litellm_call_id") or "")
         if any(name == "inbox" for name, _ in pending.strategies):
             await self._claim_or_policy(pending, call_id)
@@ -130,8 +131,8 @@ class CtxmwProxyHook(CustomLogger):
             prompt = await self._prompt(pending, kwargs)
         except RecursionError as exc:
             raise _http_error(400, nested_too_deep(pending.transcript)) from exc
-        sent = {**kwargs, "messages": prompt}
-        pending.wire = _wire(sent)
+        sent = _translation(pending).request(kwargs, prompt)
+        pending.wire = _wire({**kwargs, "messages": prompt})
         pending.started = time.perf_counter()
         return sent
 
@@ -143,7 +144,7 @@ class CtxmwProxyHook(CustomLogger):
             settings=pending.settings,
             model=str(kwargs.get("model") or ""),
             memo=entry.memo_for(setup),
-            completion=DeploymentCall(kwargs),
+            completion=DeploymentCall(_translation(pending).side_kwargs(kwargs)),
             cache_control_injection_points=kwargs.get("cache_control_injection_points") or (),
         )
         chain = [
@@ -210,7 +211,7 @@ class CtxmwProxyHook(CustomLogger):
         )
         settings = self._settings_for({**operator, **tenant}) if tenant else base
         return Pending(
-            identity=scoped_identity(data, key),
+            identity=scoped_identity({**data, "messages": messages}, key),
             settings=settings,
             strategies=resolve_strategies(None, settings) if tenant else chain,
             transcript=list(messages),
@@ -282,7 +283,8 @@ class CtxmwProxyHook(CustomLogger):
 
         async def measure() -> None:
             nonlocal record
-            record = await self._telemetry().record(pending, response)
+            shaped = _translation(pending).telemetry(response)  # a chat response's shape
+            record = await self._telemetry().record(pending, shaped)
 
         async def settle() -> None:
             await self.state.settle(conversation, call_id)
@@ -332,6 +334,15 @@ class CtxmwProxyHook(CustomLogger):
             elif self.config.ledger == "redis":
                 self._ledger = RedisLedger(getattr(self.state, "client", None))
         return self._ledger
+
+
+def _translation(pending: Pending) -> Translation:
+    return pending.translation or ChatTranslation(pending.transcript)
+
+
+def _conversation_of(data: Mapping[str, Any]) -> list[Any]:
+    found = data.get("messages", data.get("input"))
+    return found if isinstance(found, list) else []
 
 
 def _ctxmw_of(metadata: object) -> object:

@@ -20,11 +20,13 @@ The registry is bounded: at most :data:`MAX_CONVERSATIONS` conversations and abo
 :data:`MAX_HELD_BYTES` held (transcript bytes, the recorder's payload at four bytes a token, the
 memo's bounded caches); the least recently used go first, the current one always stays. A
 forgotten conversation's next call starts cold (its transcript read again, measured as a first
-call): slower, never different.
+call): slower, never different. Checking out and in is thread-safe: synchronous callers in
+many threads share the registry with async callers on their own loop.
 """
 
 from __future__ import annotations
 
+import threading
 from collections import OrderedDict
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
@@ -105,6 +107,7 @@ class Conversations:
         self._entries: OrderedDict[Hashable, Conversation] = OrderedDict()
         self._held: dict[Hashable, int] = {}  # each entry's bytes when it was last checked in
         self._total = 0
+        self._guard = threading.Lock()
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -123,6 +126,10 @@ class Conversations:
 
     def check_out(self, key: Hashable) -> Conversation:
         """The conversation's state for one call; a fresh one if another call holds it."""
+        with self._guard:
+            return self._check_out(key)
+
+    def _check_out(self, key: Hashable) -> Conversation:
         entry = self._entries.get(key)
         if entry is None:
             entry = self._entries[key] = Conversation()
@@ -135,6 +142,10 @@ class Conversations:
 
     def check_in(self, key: Hashable, entry: Conversation) -> None:
         """The call is over: keep its state (if still registered) within the bounds."""
+        with self._guard:
+            self._check_in(key, entry)
+
+    def _check_in(self, key: Hashable, entry: Conversation) -> None:
         entry.in_use = False
         if self._entries.get(key) is not entry:
             return

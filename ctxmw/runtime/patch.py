@@ -1,15 +1,19 @@
-"""``ctxmw.patch_litellm()``: route ``litellm.acompletion`` through ctxmw for code that calls it.
+"""``ctxmw.patch_litellm()``: route litellm's ``acompletion`` and ``completion`` through ctxmw.
 
 Agent frameworks (openai-agents' ``LitellmModel``, google-adk's ``LiteLlm``, langchain-litellm's
-``ChatLiteLLM``) call ``litellm.acompletion`` themselves. Patching it sends each of their calls
-through :func:`ctxmw.acompletion` with the options given to ``patch_litellm`` (defaults for every
-call), overridden by the call's own ``metadata={"ctxmw": {...}}`` or keyword arguments.
+``ChatLiteLLM``) call ``litellm.acompletion`` themselves; synchronous agents (mini-swe-agent,
+smolagents, agno's ``Agent.run``) call ``litellm.completion``. Patching sends each of their calls
+through :func:`ctxmw.acompletion` or its synchronous twin :func:`ctxmw.completion` with the
+options given to ``patch_litellm`` (defaults for every call), overridden by the call's own
+``metadata={"ctxmw": {...}}`` or keyword arguments.
 
-The patch keeps the original function and ctxmw calls it for the provider (never the patched
-one: no recursion). Patching twice keeps one layer; :meth:`Patch.undo` puts the original back.
-Modules that already copied the function (``from litellm import acompletion``, as google-adk
+The patch keeps the original functions and ctxmw calls them for the provider (never the patched
+ones: no recursion). Patching twice keeps one layer; :meth:`Patch.undo` puts the originals back.
+Modules that already copied a function (``from litellm import acompletion``, as google-adk
 does once it has imported litellm) are patched too: any imported module whose ``acompletion``
-is litellm's own gets the patched one, and gets the original back on ``undo()``.
+(or ``completion``) is litellm's own gets the patched one, and gets the original back on
+``undo()``. litellm's own modules are left alone: its ``acompletion`` calls the module-level
+``completion`` of ``litellm.main`` internally, which must stay litellm's.
 ``litellm.acompletion = ctxmw.acompletion`` also works: ctxmw then reaches the provider through
 ``litellm.main.acompletion`` (see :func:`ctxmw._litellm.default_completion`).
 """
@@ -21,8 +25,9 @@ from collections.abc import Callable, Sequence
 from types import ModuleType, TracebackType
 from typing import Any
 
-from ctxmw._litellm import CompletionFn, load_litellm, real_acompletion
+from ctxmw._litellm import load_litellm, real_acompletion, real_completion
 from ctxmw.runtime.options import split_options
+from ctxmw.runtime.sync import completion
 from ctxmw.runtime.wrapper import acompletion
 from ctxmw.types import StrategySpec
 
@@ -36,9 +41,9 @@ class Patch:
         defaults: the ctxmw options every patched call starts from.
     """
 
-    def __init__(self, defaults: dict[str, Any], original: CompletionFn) -> None:
+    def __init__(self, defaults: dict[str, Any], originals: dict[str, Callable[..., Any]]) -> None:
         self.defaults = defaults
-        self._original = original
+        self._originals = originals  # by name: litellm's acompletion and completion
         self._active = False
 
     @property
@@ -49,28 +54,40 @@ class Patch:
 
     async def acompletion(self, *args: Any, **kwargs: Any) -> Any:
         """What ``litellm.acompletion`` does while patched: ctxmw, then the original."""
-        if args:  # litellm's signature: acompletion(model, messages=..., ...)
+        return await acompletion(**self._arguments("acompletion", args, kwargs))
+
+    def completion(self, *args: Any, **kwargs: Any) -> Any:
+        """What ``litellm.completion`` does while patched: ctxmw's sync twin, then the original
+        (streams included: a :class:`~ctxmw.runtime.sync.SyncStream` of its chunks). With
+        ``acompletion=True``, as litellm's, the coroutine of :meth:`acompletion`."""
+        if kwargs.pop("acompletion", False):
+            return self.acompletion(*args, **kwargs)
+        return completion(**self._arguments("completion", args, kwargs))
+
+    def _arguments(self, name: str, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
+        if args:  # litellm's signature: (a)completion(model, messages=..., ...)
             kwargs = {**dict(zip(("model", "messages"), args, strict=False)), **kwargs}
         options, rest = split_options(kwargs)
-        completion = rest.pop("completion", None) or self._original
-        merged = {**self.defaults, **options}
-        return await acompletion(completion=completion, **merged, **rest)
+        provider = rest.pop("completion", None) or self._originals[name]
+        return {"completion": provider, **self.defaults, **options, **rest}
 
     def install(self) -> Patch:
-        """Make ``litellm.acompletion`` (and the modules' copies of it) this patch's function."""
-        for module in (load_litellm(), *_holding(self._original)):
-            setattr(module, "acompletion", self.acompletion)  # noqa: B010 - a module attribute
+        """Make litellm's functions (and the modules' copies of them) this patch's ones."""
+        for name, original in self._originals.items():
+            for module in (load_litellm(), *_holding(name, original)):
+                setattr(module, name, getattr(self, name))
         self._active = True
         return self
 
     def undo(self) -> None:
-        """Put the original back: in litellm and in every module that copied the patched one
+        """Put the originals back: in litellm and in every module that copied a patched one
         (a framework that imports litellm lazily copies whatever it finds then). A no-op once
         done."""
         if not self._active:
             return
-        for module in _holding(self):
-            setattr(module, "acompletion", self._original)  # noqa: B010
+        for name, original in self._originals.items():
+            for module in _holding(name, self):
+                setattr(module, name, original)
         self._active = False
 
     def __enter__(self) -> Patch:
@@ -85,13 +102,14 @@ class Patch:
         self.undo()
 
 
-def _holding(target: object) -> list[ModuleType]:
-    """Imported modules whose ``acompletion`` is ``target``, or a method bound to it."""
+def _holding(name: str, target: object) -> list[ModuleType]:
+    """Imported modules, litellm's own aside, whose ``name`` is ``target`` or a method bound to
+    it."""
     found = []
-    for module in list(sys.modules.values()):
-        if not isinstance(module, ModuleType):
+    for key, module in list(sys.modules.items()):
+        if not isinstance(module, ModuleType) or key.startswith("litellm."):
             continue
-        current = getattr(module, "acompletion", None)
+        current = getattr(module, name, None)
         if current is target or getattr(current, "__self__", None) is target:
             found.append(module)
     return found
@@ -107,7 +125,8 @@ def patch_litellm(
     session: str | None = None,
     on_call: Sequence[Callable[..., Any]] = (),
 ) -> Patch:
-    """Route ``litellm.acompletion`` through :func:`ctxmw.acompletion`.
+    """Route ``litellm.acompletion`` through :func:`ctxmw.acompletion`, and
+    ``litellm.completion`` through :func:`ctxmw.completion`.
 
     Idempotent: patching again replaces the defaults of the patch in place (one layer, the
     original kept). Undo with the returned handle (``patch.undo()`` or ``with
@@ -136,4 +155,5 @@ def patch_litellm(
     if isinstance(handle, Patch) and handle.active:
         handle.defaults = defaults
         return handle
-    return Patch(defaults, real_acompletion()).install()
+    originals = {"acompletion": real_acompletion(), "completion": real_completion()}
+    return Patch(defaults, originals).install()

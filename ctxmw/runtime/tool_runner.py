@@ -13,20 +13,17 @@ never keeps the process from exiting; an async tool is cancelled.
 
 from __future__ import annotations
 
-import contextvars
 import functools
 import json
-import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import anyio
-import anyio.from_thread
-import anyio.lowlevel
 from pydantic import BaseModel, ValidationError
 
 from ctxmw.errors import Aborted
 from ctxmw.messages.form import call_arguments, call_name
+from ctxmw.runtime._loop import in_daemon_thread
 from ctxmw.runtime.tool_schema import Tool, ToolSet
 from ctxmw.types import Messages
 
@@ -112,34 +109,7 @@ def _validate(tool: Tool, raw: Any) -> dict[str, Any]:
 async def _invoke(tool: Tool, arguments: dict[str, Any]) -> Any:
     if tool.is_async:
         return await tool.fn(**arguments)
-    return await _in_daemon_thread(functools.partial(tool.fn, **arguments))
-
-
-async def _in_daemon_thread(call: Callable[[], Any]) -> Any:
-    """Run ``call`` in a new daemon thread; cancelling the wait abandons the thread.
-
-    Not anyio's worker threads: those are not daemons, so one hung tool would keep the
-    interpreter from exiting after the event loop ended.
-    """
-    token, done, outcome = anyio.lowlevel.current_token(), anyio.Event(), []
-    context = contextvars.copy_context()
-
-    def work() -> None:
-        try:
-            outcome.append((True, context.run(call)))
-        except BaseException as exc:  # handed to the awaiting task
-            outcome.append((False, exc))
-        try:
-            anyio.from_thread.run_sync(done.set, token=token)
-        except Exception:  # the loop is gone: nobody waits for this result any more
-            return
-
-    threading.Thread(target=work, name="ctxmw tool", daemon=True).start()
-    await done.wait()
-    ok, value = outcome[0]
-    if not ok:
-        raise value
-    return value
+    return await in_daemon_thread(functools.partial(tool.fn, **arguments))
 
 
 def _render(value: Any) -> str:

@@ -1,0 +1,101 @@
+"""``/v1/responses`` through the proxy hook: a Responses ``input`` in, the strategies' prompt
+out as ``input`` items (no proxy process; the real proxy is in ``tests/proxy``)."""
+
+from __future__ import annotations
+
+import copy
+from typing import Any
+
+import pytest
+
+from ctxmw.proxy._responses import ORIGIN, ResponsesTranslation
+from tests._long_run import audit
+from tests._proxy_routes import (
+    RESPONSES,
+    make_hook,
+    responses_answer,
+    responses_events,
+    rewrites,
+    send,
+)
+from tests._route_formats import responses_problems, responses_request
+
+pytestmark = pytest.mark.anyio
+
+CALLS = 120
+
+
+async def test_what_the_strategies_keep_goes_upstream_as_the_client_sent_it() -> None:
+    body = responses_request(6)
+    sent = await send(make_hook(prompt_strategies="none"), RESPONSES, body, responses_answer(0))
+    assert sent.kwargs["instructions"] is body["instructions"]
+    assert all(a is b for a, b in zip(sent.kwargs["input"], body["input"], strict=True))
+    assert sent.record["round"] == 0
+
+
+def test_a_shortened_output_and_compacted_arguments_keep_their_items() -> None:
+    body = responses_request(3)
+    translation = ResponsesTranslation(body["instructions"], body["input"], False)
+    prompt = []
+    for m in translation.messages:
+        if m.get("tool_call_id") == "call_0001":
+            m = {**m, "content": "[short]"}
+        if m.get("tool_calls") and m["tool_calls"][0]["id"] == "call_0002":
+            call = m["tool_calls"][0]
+            m = {**m, "tool_calls": [{**call, "function": {**call["function"], "arguments": "{}"}}]}
+        prompt.append(m)
+    sent = translation.request({"instructions": body["instructions"]}, prompt)["input"]
+    assert sent[6] == {**body["input"][6], "output": "[short]"}
+    assert sent[7] is body["input"][7]  # the reasoning item stays just before its call
+    assert sent[8] == {**body["input"][8], "arguments": "{}"}
+    assert [a is b for a, b in zip(sent, body["input"], strict=True)].count(False) == 2
+    assert responses_problems(sent) == []
+
+
+def test_a_string_input_stays_a_string() -> None:
+    translation = ResponsesTranslation("Be brief.", [{"content": "Hi"}], True)
+    assert translation.request({"input": "Hi"}, translation.messages) == {"input": "Hi"}
+    note = {"role": "user", "content": "A note."}
+    sent = translation.request({"input": "Hi"}, [*translation.messages, note])
+    assert sent["input"] == [{"role": "user", "content": "Hi"}, note]
+
+
+async def test_a_long_conversation_is_shortened_valid_and_as_prefix_stable_as_chat() -> None:
+    hook, chat_hook = make_hook(), make_hook()
+    upstream, chat_upstream, passed = [], [], []
+    for n in range(CALLS):
+        body = responses_request(n)
+        sent = await send(hook, RESPONSES, copy.deepcopy(body), responses_answer(n))
+        upstream.append(sent.kwargs["input"])
+        passed.append(body["input"])
+        chat = _as_chat(body)
+        chat_sent = await send(chat_hook, ("acompletion", RESPONSES[1]), {"messages": chat}, {})
+        chat_upstream.append(chat_sent.kwargs["messages"])
+        assert sent.record["round"] == n
+        assert sent.kwargs["instructions"] == body["instructions"]
+    assert [responses_problems(items) for items in upstream] == [[]] * CALLS
+    found = audit(upstream, passed, problems=lambda p: [])
+    print(found.line("/v1/responses"))
+    assert (found.duplicates, found.resent) == (0, 0)
+    assert found.reduction >= 0.6
+    assert rewrites(upstream) <= rewrites(chat_upstream)
+
+
+def _as_chat(body: dict[str, Any]) -> list[Any]:
+    chat = ResponsesTranslation(body["instructions"], body["input"], False).messages
+    return [{k: v for k, v in m.items() if k != ORIGIN} for m in chat]
+
+
+async def test_a_chained_request_is_left_alone() -> None:
+    body = {"previous_response_id": "resp_1", "input": [responses_request(1)["input"][-1]]}
+    sent = await send(make_hook(), RESPONSES, body, responses_answer(1))
+    assert sent.kwargs["input"] is body["input"]
+    assert sent.record == {}
+
+
+async def test_a_streamed_answer_is_recorded_with_its_cache_reads() -> None:
+    sent = await send(
+        make_hook(), RESPONSES, responses_request(2), responses_events(0, read=64), stream=True
+    )
+    assert sent.record["cache_read_tokens"] == 64
+    assert sent.record["prompt_tokens"] == 100
