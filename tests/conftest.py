@@ -6,10 +6,15 @@ fleet tier (``tests/proxy``, marked ``proxy``: ``--proxy``); without them those 
 
 from __future__ import annotations
 
+import contextlib
+import io
 import ipaddress
+import logging
 import os
 import socket
 from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -151,9 +156,11 @@ def _fresh_conversations(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each test's stateless conversations start cold: no memo, recorder or transcript carried
     over from another test that used the same session id (``"conv"``, ``"s"``...)."""
     from ctxmw.runtime import wrapper
+    from ctxmw.runtime._heads import HeadThreads
     from ctxmw.runtime.conversations import Conversations
 
     monkeypatch.setattr(wrapper, "_conversations", Conversations())
+    monkeypatch.setattr(wrapper, "_heads", HeadThreads())
 
 
 @pytest.fixture(autouse=True)
@@ -162,6 +169,18 @@ def _clean_env(monkeypatch: pytest.MonkeyPatch) -> None:
     for key in list(os.environ):
         if key.startswith("CTXMW_"):
             monkeypatch.delenv(key)
+
+
+@pytest.fixture(autouse=True)
+def _private_state_dir(
+    _clean_env: None, monkeypatch: pytest.MonkeyPatch, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    """The default ledger (calls without a save_file) goes to a folder of the test's own, never
+    to the developer's ``~/.local/state/ctxmw``: XDG_STATE_HOME points into the test's temp."""
+    from ctxmw.telemetry.default_ledger import announce
+
+    monkeypatch.setenv("XDG_STATE_HOME", str(tmp_path_factory.mktemp("state")))
+    announce.cache_clear()
 
 
 @pytest.fixture
@@ -175,3 +194,45 @@ def run() -> Callable[..., Messages]:
         return out
 
     return apply
+
+
+@dataclass(frozen=True)
+class DemoRun:
+    """One run of ``ctxmw demo`` with its default plan (what a user runs first)."""
+
+    out: Path
+    code: int
+    stdout: str
+    stderr: str
+    warnings: list[str]
+
+    @property
+    def ledgers(self) -> list[str]:
+        return sorted(str(p) for p in self.out.glob("*.ledger.jsonl"))
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
+    """The default demo (six sessions of about 200 model calls), run once for the tests that
+    judge its ledgers and its report; a minute or two of the suite's time."""
+    from ctxmw.cli import main
+
+    out = tmp_path_factory.mktemp("demo") / "out"
+    warnings: list[str] = []
+    handler = logging.Handler(logging.WARNING)
+    handler.emit = lambda record: warnings.append(record.getMessage())  # type: ignore[method-assign]
+    logger = logging.getLogger("ctxmw")
+    logger.addHandler(handler)
+    stdout, stderr = io.StringIO(), io.StringIO()
+    saved = {k: os.environ.pop(k) for k in list(os.environ) if k.startswith("CTXMW_")}
+    saved["XDG_STATE_HOME"] = os.environ.get("XDG_STATE_HOME", "")
+    os.environ["XDG_STATE_HOME"] = str(tmp_path_factory.mktemp("demo-state"))
+    try:
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            code = main(["demo", "--out", str(out)])
+    finally:
+        logger.removeHandler(handler)
+        os.environ.update(saved)
+        if not saved["XDG_STATE_HOME"]:
+            del os.environ["XDG_STATE_HOME"]
+    return DemoRun(out, code, stdout.getvalue(), stderr.getvalue(), warnings)

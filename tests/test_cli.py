@@ -32,6 +32,10 @@ def test_strategies_lists_every_registered_one_with_a_description(
     names = [line.split()[0] for line in lines]
     assert names == [info.name for info in ctxmw.list_strategies()]
     assert all(len(line.split(maxsplit=1)) == 2 for line in lines)
+    assert not any("``" in line for line in lines)  # plain text, not the docstrings' RST
+    assert max(map(len, lines)) <= 120
+    (clear,) = [line for line in lines if line.startswith("clear_tool_results ")]
+    assert "the newest 'keep' once" in clear
 
 
 def test_no_command_prints_help_and_fails(capsys: pytest.CaptureFixture[str]) -> None:

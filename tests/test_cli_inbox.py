@@ -111,3 +111,26 @@ def test_inbox_without_subcommand_prints_help_and_exits_2(
 ) -> None:
     assert main(["inbox"]) == 2
     assert "send" in capsys.readouterr().err
+
+
+def test_send_says_the_message_is_pending_as_list_does(
+    save_file: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    save_file.write_text("")
+    assert main(["inbox", "send", str(save_file), "look at the logs"]) == 0
+    said = capsys.readouterr()
+    assert "pending until the agent's next model call" in said.out
+    assert "Delivered" not in said.out
+    assert said.err == ""
+    assert main(["inbox", "list", str(save_file)]) == 0
+    assert capsys.readouterr().out.startswith("pending ")
+
+
+def test_send_to_a_save_file_nobody_wrote_warns_and_names_the_near_one(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    (tmp_path / "agent.jsonl").write_text("")
+    assert main(["inbox", "send", str(tmp_path / "agnet.jsonl"), "hello"]) == 0
+    err = capsys.readouterr().err
+    assert "does not exist yet, so no agent has written it" in err
+    assert f"Did you mean {str(tmp_path / 'agent.jsonl')!r}?" in err

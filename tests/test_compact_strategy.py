@@ -207,3 +207,33 @@ def test_a_native_tool_use_is_never_folded_apart_from_its_result(keep: int, step
     assert ctx.stats["compact"]["folded"] > 0
     assert split_native_pairs(out) == []
     validate(out)
+
+
+def test_the_current_turns_instruction_is_never_folded() -> None:
+    msgs: Messages = [
+        {"role": "system", "content": "You are a coding agent."},
+        {"role": "user", "content": "Turn 1: read the source modules."},
+    ]
+    for n in range(3):
+        msgs += group([call(f"a{n}", "read", path=f"src/m{n}.py")], ["x" * 400])
+    msgs.append({"role": "assistant", "content": "Read them."})
+    instruction = {"role": "user", "content": "Turn 2: now read the test modules too."}
+    msgs.append(instruction)
+    for n in range(6):
+        msgs += group([call(f"b{n}", "read", path=f"tests/t{n}.py")], ["y" * 400])
+    ctx = ctx_for(msgs, compact_keep_recent=2, summary_step=1)
+    out = compact(msgs, ctx)
+    assert ctx.stats["compact"]["folded"] > 0
+    assert any(m is instruction for m in out)
+    assert all("Turn 2" not in str(m.get("content")) for m in out if m is not instruction)
+
+
+@settings(max_examples=60, deadline=None)
+@given(messages=transcripts(max_turns=30))
+def test_the_last_user_message_is_never_folded(messages: Messages) -> None:
+    from ctxmw.strategies._fold import plan_fold, splice
+
+    fold = plan_fold(messages, Settings(compact_keep_recent=1, summary_step=1))
+    last = [m for m in messages if m["role"] == "user"][-1]
+    assert fold is None or any(m is last for m in splice(messages, fold, "summary"))
+    assert fold is None or all(m is not last for m in fold.folded(messages))

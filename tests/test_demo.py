@@ -17,6 +17,7 @@ from ctxmw.demo._script import PlanStep, ToolBox, make_plan
 from ctxmw.replay import replay
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.telemetry.counters import ApproxCounter
+from tests.conftest import DemoRun
 
 ROOT = Path(ctxmw.__file__).parent
 
@@ -119,6 +120,24 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (out / "cache.png").stat().st_size > 10_000
     check_replay_agrees(out, "shorten_tools_epoch_increment")
     check_replay_agrees(out, "shorten_tools_economic")
+
+
+@pytest.mark.slow
+def test_the_default_demo_fits_the_terminal_alerts_nothing_and_writes_its_report(
+    demo_run: DemoRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert demo_run.code == 0
+    assert demo_run.warnings == []  # no alert, for none (99% read) or any other row
+    assert max(map(len, demo_run.stdout.splitlines())) <= 120
+    page = demo_run.out / "report.html"
+    assert f"report: {page}" in demo_run.stdout
+    assert page.stat().st_size > 10_000
+    header = demo_run.stdout.splitlines()[0:1]
+    assert "tool calls" in header[0]
+    table = [line.split() for line in demo_run.stdout.splitlines() if line.startswith("none ")]
+    assert table[0][1] == str(len((demo_run.out / "none.ledger.jsonl").read_text().splitlines()))
+    assert main(["stats", "--check", *demo_run.ledgers]) == 0
+    assert "check: 0 alert(s) over" in capsys.readouterr().out
 
 
 def check_replay_agrees(out: Path, name: str) -> None:

@@ -21,6 +21,11 @@ PROMISES = {
         "ctxmw stats --check exit code: 1",
         "self-contained",
     ],
+    "drop_in_telemetry.py": [
+        "ctxmw call 2 session=head-",
+        "read=1280 expected=1280 prefix_local=1359 hit=62.6% so far",
+        "openai/gpt-4o      3   4,088  2,560     2,560  62.6%",
+    ],
     "tool_agent.py": [
         "Model calls: 3",
         "I reordered 24",
@@ -40,6 +45,7 @@ PROMISES = {
         "sent after the crash: ['user', 'user'] tools run again: []",
         "set aside, still in the file: ['user', 'assistant']",
     ],
+    "replay_loss.py": ["88 calls, 159 references", "default ", "the prompt before message"],
     "frameworks_openai_agents.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],

@@ -232,12 +232,27 @@ def test_strategy_lists_are_split_on_semicolons_and_repeats(
     assert names == ["shorten_tools,cache_breakpoints", "shorten_tools_epoch", "none"]
 
 
-def test_table_shows_retention_beside_cost(capsys: pytest.CaptureFixture[str]) -> None:
+def test_table_shows_loss_beside_cost_and_retention(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["replay", "--synthetic", "5", "--fast", "--strategies", "shorten_tools"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    heads = [line.split() for line in lines if line.startswith("strategies")]
+    assert heads[0] == [
+        "strategies",
+        "auto",
+        "breakpoints",
+        "end_breakpoint",
+        "hidden",
+        "recoverable",
+    ]
+    assert heads[1][-3:] == ["full", "compacted", "cleared"]
+    assert [line.split()[0] for line in lines[4:6]] == ["none", "shorten_tools"]
+
+
+def test_every_line_of_the_table_fits_120_columns(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["replay", "--synthetic", "40", "--kind", "swe", "--fast"]) == 0
     out = capsys.readouterr().out
-    header = next(line for line in out.splitlines() if line.startswith("strategies"))
-    assert "cost end_breakpoint  full  compacted  cleared" in header
-    assert [line.split()[0] for line in out.splitlines()[3:5]] == ["none", "shorten_tools"]
+    assert "shorten_tools_epoch_increment" in out
+    assert max(len(line) for line in out.splitlines()) <= 120
 
 
 def test_unknown_strategy_and_missing_input_are_usage_errors(

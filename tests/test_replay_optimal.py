@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from bisect import bisect_right
 from typing import Any
 
@@ -121,6 +122,11 @@ def test_the_table_shows_the_limit_as_a_row() -> None:
     result = anyio.run(
         lambda: replay([synthetic_transcript(30, seed=2)], ["default"], counter=ApproxCounter())
     )
-    rows = {line.split("  ")[0].strip(): line for line in format_table(result).splitlines()}
+    rows: dict[str, str] = {}
+    for line in format_table(result).splitlines():  # the cost table comes first
+        rows.setdefault(line.split("  ")[0].strip(), line)
     assert "optimal (the limit)" in rows
-    assert "x opt" in rows["default"]
+    # Every cost cell: the dollars, x none, then x optimal (1.00x on the limit's own row).
+    assert re.search(r"\$[\d.,]+ [\d.]+x [\d.]+x", rows["default"])
+    cells = re.findall(r"\$[\d.,]+ [\d.]+x ([\d.]+x)", rows["optimal (the limit)"])
+    assert cells == ["1.00x"] * 3

@@ -221,3 +221,27 @@ async def test_a_summary_recorded_before_a_failed_call_still_reaches_the_ledger(
     ledger = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
     assert [json.loads(line)["kind"] for line in ledger] == ["summary"]
     assert lock_is_free(tmp_path / "agent.jsonl")
+
+
+@pytest.mark.anyio
+async def test_a_notes_one_time_delivery_is_a_bust_of_the_inbox(tmp_path: Path) -> None:
+    """A stateless caller never carries the note its previous call delivered: its next call
+    breaks the prefix where the note was, and that is the inbox's doing, not the caller's."""
+    from ctxmw.inbox import deliver
+
+    save_file = tmp_path / "a.jsonl"
+    fake = FakeCompletion(*[text(f"r{n}") for n in range(4)])
+    history: list[dict[str, Any]] = [{"role": "system", "content": "sys " * 500}]
+    history.append({"role": "user", "content": "go"})
+    for n in range(3):
+        if n == 1:
+            await deliver(save_file, "a note from outside")
+        await ctxmw.acompletion("openai/gpt-4o", history, save_file=save_file, completion=fake)
+        history = [*history, {"role": "assistant", "content": f"r{n}"}]
+        history.append({"role": "user", "content": f"u{n}"})
+    assert fake.calls[1]["messages"][-1]["content"] == "a note from outside"
+    ledger = [json.loads(x) for x in (tmp_path / "a.ledger.jsonl").read_text().splitlines()]
+    assert [r["bust"] for r in ledger] == [
+        None, None, {"cause": "strategy", "strategy": "inbox", "message_index": 4}
+    ]  # fmt: skip
+    assert [r["messages_in"] for r in ledger] == [2, 4, 6]  # the note is the inbox's output

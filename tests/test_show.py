@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from ctxmw.cli import main
+from ctxmw.cli.view import format_transcript
 from tests._runs import session_folder
 
 MESSAGES = [
@@ -94,9 +95,34 @@ def test_show_revisions_prints_every_revision_oldest_first(
     path.write_text("".join(json.dumps(m) + "\n" for m in lines))
     assert main(["show", "--revisions", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.index("== revision 0 of 1 (earlier)") < out.index("time 10:00")
-    assert out.index("== revision 1 of 1 (current)") < out.index("time 10:01")
+    assert out.index("== revision 1 of 2 (earlier)") < out.index("time 10:00")
+    assert out.index("== revision 2 of 2 (current)") < out.index("time 10:01")
     assert main(["show", str(path)]) == 0
     current = capsys.readouterr().out
     assert "time 10:01" in current
     assert "time 10:00" not in current
+
+
+def test_a_file_never_edited_is_revision_1_of_1(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"role": "user", "content": "hi"}) + "\n")
+    assert main(["show", "--revisions", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "== revision 1 of 1 (current: the only one, the history was never edited)" in out
+    assert "revision 0" not in out
+
+
+def test_sizes_count_what_the_model_reads_not_the_json_around_it() -> None:
+    call = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a":1}'}}
+    text = format_transcript(
+        [
+            {"role": "assistant", "content": None, "tool_calls": [call]},
+            {"role": "tool", "tool_call_id": "c1", "content": "2"},
+        ]
+    )
+    lines = text.splitlines()
+    assert "  10 chars" in lines[0]  # "add" and '{"a":1}'
+    assert "   1 chars" in lines[2]  # the result "2", not 60 characters of JSON
+    assert lines[-1].endswith("11 characters")

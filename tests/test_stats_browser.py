@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 from pathlib import Path
 from typing import Any
@@ -17,6 +18,7 @@ from typing import Any
 import pytest
 
 from ctxmw.cli import main
+from tests.conftest import DemoRun
 
 pytestmark = pytest.mark.browser
 
@@ -76,10 +78,8 @@ def ledger(tmp_path: Path) -> Path:
     return path
 
 
-def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: Path) -> None:
-    out = tmp_path / "report.html"
-    assert main(["stats", str(ledger(tmp_path)), "--html", str(out)]) == 0
-    page = browser.new_page()
+def open_page(browser: Any, path: Path) -> tuple[Any, list[str], list[str]]:
+    page = browser.new_page(viewport={"width": 1000, "height": 900})
     problems: list[str] = []
     page.on(
         "console", lambda m: problems.append(m.text) if m.type in ("error", "warning") else None
@@ -87,8 +87,15 @@ def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: 
     page.on("pageerror", lambda e: problems.append(str(e)))
     requests: list[str] = []
     page.on("request", lambda r: requests.append(r.url))
-    page.goto(out.as_uri())
+    page.goto(path.as_uri())
     page.wait_for_selector("body[data-drawn]")
+    return page, problems, requests
+
+
+def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: Path) -> None:
+    out = tmp_path / "report.html"
+    assert main(["stats", str(ledger(tmp_path)), "--html", str(out)]) == 0
+    page, problems, requests = open_page(browser, out)
     assert problems == []
     assert requests == [out.as_uri()]  # the page itself, nothing else
     sections = page.query_selector_all("section.session")
@@ -97,19 +104,73 @@ def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: 
     ]  # fmt: skip
     assert [s.get_attribute("data-calls") for s in sections] == ["12", "4", "1"]
     for section in sections:
-        assert len(section.query_selector_all("svg")) == 3
+        assert len(section.query_selector_all("svg")) == 2  # tokens, cached fraction
         assert section.query_selector_all("path.series")  # the prompt line at least
     first, never, single = sections
-    assert len(first.query_selector_all("svg:first-of-type line.bust")) == 2
+    assert len(first.query_selector_all("rect.bust")) == 2  # calls 6 and 10: two runs
     assert first.query_selector_all("line.epoch")
     assert "bust_tools" in first.inner_text()
-    # not reported is no line at all, never one along 0; unpriced calls draw no bar
+    # not reported is no line at all, never one along 0
     drawn = {p.get_attribute("class") for p in never.query_selector_all("path.series")}
     assert drawn == {"series prompt", "series expected-fraction"}
     assert len(first.query_selector_all("path.read")) == 1
     assert len(first.query_selector_all("path.read-fraction")) == 1
-    assert never.query_selector_all("rect.bar") == []
     assert "hit rate not reported" in never.inner_text()
     assert "cache reads (provider): not reported" in never.inner_text()
     assert single.query_selector_all("circle.point.prompt")  # one call is a point, not nothing
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
+
+
+def test_a_session_name_cannot_break_the_page(browser: Any, tmp_path: Path) -> None:
+    """Any proxy client can name its session: a name that opens an HTML comment and a script
+    (which would swallow the real closing tag) or closes the data block, draws as text."""
+    names = ["<!--<script>", "</script><script>alert(1)</script>", "{{TITLE}} & {{DATA}}"]
+    records = [rec(name, n, 1408 + 384 * n) for name in names for n in range(3)]
+    path = tmp_path / "evil.ledger.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    out = tmp_path / "report.html"
+    assert main(["stats", str(path), "--html", str(out)]) == 0
+    page, problems, _ = open_page(browser, out)
+    assert problems == []
+    sessions = page.query_selector_all("section.session")
+    assert [s.get_attribute("data-session") for s in sessions] == names
+    cells = page.query_selector_all("#comparison tbody td[data-field=session]")
+    assert [c.inner_text() for c in cells] == names
+
+
+def test_the_demos_page_compares_its_six_sessions(
+    browser: Any, demo_run: DemoRun, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The page the demo writes: its table says what ``ctxmw stats --json`` says, no two bust
+    labels overlap, and the scale switches from shared to per session."""
+    assert main(["stats", "--json", *demo_run.ledgers]) == 0
+    rows = json.loads(capsys.readouterr().out)["sessions"]
+    page, problems, _ = open_page(browser, demo_run.out / "report.html")
+    assert problems == []
+    table = page.query_selector_all("#comparison tbody tr")
+    assert len(table) == len(rows) == 6
+    for tr, row in zip(table, rows, strict=True):
+        cells = {td.get_attribute("data-field"): td for td in tr.query_selector_all("td")}
+        for field in ("session", "model", "calls", "prompt_tokens", "cache_read_tokens"):
+            assert json.loads(cells[field].get_attribute("data-value")) == row[field]
+        for field in ("expected_cached_tokens", "hit_rate", "cost_usd"):
+            assert json.loads(cells[field].get_attribute("data-value")) == row[field]
+        assert cells["prompt_tokens"].inner_text() == f"{row['prompt_tokens']:,}"
+        assert cells["hit_rate"].inner_text() == f"{row['hit_rate']:.1%}"
+        assert cells["cost_usd"].inner_text() == f"${row['cost_usd']:,.2f}"  # to the cent
+        assert json.loads(cells["bust_calls"].get_attribute("data-value")) == sum(
+            row["busts"].values()
+        )
+    for svg in page.query_selector_all("section.session svg"):
+        boxes = [t.bounding_box() for t in svg.query_selector_all("text.bust-label")]
+        for i, a in enumerate(boxes):
+            for b in boxes[i + 1 :]:
+                apart = a["x"] + a["width"] <= b["x"] or b["x"] + b["width"] <= a["x"]
+                assert apart or a["y"] + a["height"] <= b["y"] or b["y"] + b["height"] <= a["y"]
+    ticks = [t.text_content() for t in page.query_selector_all("section.session svg text.tick")]
+    assert all(re.fullmatch(r"\d+(\.\d+)?[kM]?|\d+%", t) for t in ticks), ticks
+    assert "100k" in ticks  # a shared scale: every session's chart reaches the biggest prompt
+    page.screenshot(path=str(tmp_path / "demo-report.png"), full_page=True)
+    page.check("input[name=scale][value=own]")
+    assert page.get_attribute("body", "data-scale") == "own"
+    assert len(page.query_selector_all("section.session")) == 6

@@ -9,9 +9,11 @@ from typing import Any
 
 import pytest
 
+import ctxmw
 from ctxmw.cli import main
 from ctxmw.telemetry.follow import follow_ledgers
-from ctxmw.telemetry.report import report_data, report_html
+from ctxmw.telemetry.report import bust_runs, report_data, report_html
+from ctxmw.testing import FakeCompletion, text, usage
 
 TOOLS_BUST = {"cause": "tools", "strategy": None, "message_index": None}
 EPOCH_BUST = {"cause": "strategy", "strategy": "shorten_tools_epoch", "message_index": 4}
@@ -46,7 +48,7 @@ def test_check_exits_non_zero_when_a_rule_fires(
     path = write(tmp_path / "b.ledger.jsonl", [*HEALTHY, *BROKEN])
     assert main(["stats", str(path), "--check"]) == 1
     out = capsys.readouterr().out
-    assert "ALERT b call 3: bust_tools:" in out
+    assert "ALERT bust_tools: Session 'b', call 3: broke" in out
 
 
 def test_check_reads_the_alert_settings(
@@ -77,8 +79,8 @@ def test_report_data_keeps_null_apart_from_zero() -> None:
     data = report_data([rec(0, None), rec(1, 0)])
     calls = data["sessions"][0]["calls"]
     assert [c["read"] for c in calls] == [None, 0]
-    assert data["sessions"][0]["hit_rate"] == 0.0
-    assert report_data([rec(0, None)])["sessions"][0]["hit_rate"] is None
+    assert data["table"][0]["hit_rate"] == 0.0
+    assert report_data([rec(0, None)])["table"][0]["hit_rate"] is None
     assert "{{DATA}}" not in report_html([rec(0, None)])
 
 
@@ -89,8 +91,48 @@ def test_report_data_carries_busts_epochs_costs_and_alerts() -> None:
         None, None, "tools", "strategy:shorten_tools_epoch"
     ]  # fmt: skip
     assert [c["epoch"] for c in session["calls"]] == [0, 0, 0, 0]
-    assert session["cost_usd"] == pytest.approx(0.016)
+    assert data["table"][0]["cost_usd"] == pytest.approx(0.016)
+    assert (data["table"][0]["bust_calls"], data["table"][0]["alerts"]) == (2, 1)
     assert [a["rule"] for a in session["alerts"]] == ["bust_tools"]
+    assert session["bust_runs"] == [
+        {"start": 3, "end": 3, "label": "tools", "count": 1},
+        {"start": 4, "end": 4, "label": "strategy:shorten_tools_epoch", "count": 1},
+    ]
+
+
+def test_busts_of_one_cause_every_call_or_every_other_are_one_run() -> None:
+    busts = [*["s"] * 5, None, "s", None, None, "s", "t"]
+    calls = [{"n": n, "bust": b} for n, b in enumerate(busts, start=1)]
+    assert [(r["start"], r["end"], r["label"], r["count"]) for r in bust_runs(calls)] == [
+        (1, 7, "s", 6), (10, 10, "s", 1), (11, 11, "t", 1)
+    ]  # fmt: skip
+
+
+def test_the_data_block_holds_no_markup_character() -> None:
+    """A session id is any client's text: inside the script element it must not be able to
+    open a comment, close the element or re-open one (``<!--<script>`` left the page blank)."""
+    page = report_html([rec(0, 0, "<!--<script>"), rec(1, 0, "</script>&")])
+    block = re.search(r'id="ctxmw-data">(.*?)</script>', page, re.S)[1]  # type: ignore[index]
+    assert not set("<>&") & set(block)
+    assert [s["session"] for s in json.loads(block)["sessions"]] == ["<!--<script>", "</script>&"]
+
+
+def test_replay_references_are_charted_when_the_replay_measured_them(tmp_path: Path) -> None:
+    measured = {"references_shown": 90, "references_recoverable": 4, "references_gone": 6}
+    replay = {"strategies": {"none": {"references_shown": 100, "references_recoverable": 0,
+              "references_gone": 0}, "shorten_tools_economic": measured}}  # fmt: skip
+    assert report_data([rec(0, 0)], replay=replay)["references"][1] == {
+        "name": "shorten_tools_economic", "shown": 90, "recoverable": 4, "gone": 6
+    }  # fmt: skip
+    assert (
+        report_data([rec(0, 0)], replay={"strategies": {"none": {"cost": 1}}})["references"] == []
+    )
+    path = write(tmp_path / "r.ledger.jsonl", HEALTHY)
+    (tmp_path / "replay.json").write_text(json.dumps(replay))
+    out = tmp_path / "r.html"
+    args = ["stats", str(path), "--html", str(out), "--replay", str(tmp_path / "replay.json")]
+    assert main(args) == 0
+    assert "shorten_tools_economic" in out.read_text()
 
 
 def test_follow_yields_what_is_there_then_each_new_record(tmp_path: Path) -> None:
@@ -158,4 +200,44 @@ def test_follow_prints_each_new_call_and_its_alerts(
     assert len(calls) == 2
     assert "cached=96.0% expected=96.0%" in calls[0]
     assert calls[1].endswith("bust=tools")
-    assert lines[-1].startswith("ALERT b call 3: bust_tools: ")
+    assert lines[-1].startswith("ALERT bust_tools: Session 'b', call 3: ")
+
+
+SYSTEM = {"role": "system", "content": "You review code. " + "Be precise and brief. " * 300}
+
+
+@pytest.mark.anyio
+async def test_check_exits_1_on_a_ledger_where_a_strategy_busts_every_call(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A real session whose strategy stamps the first user message on every call (a clock, a
+    counter): each call after the first breaks the cached prefix right after the system prompt."""
+    stamps = iter(range(100))
+
+    def stamp(messages: list[dict[str, Any]], ctx: Any) -> list[dict[str, Any]]:
+        first = {**messages[1], "content": f"[{next(stamps)}] {messages[1]['content']}"}
+        return [messages[0], first, *messages[2:]]
+
+    save_file = tmp_path / "agent.jsonl"
+    history: list[dict[str, Any]] = [SYSTEM, {"role": "user", "content": "Review wrapper.py"}]
+    fake = FakeCompletion(*[text("ok", usage=usage(1900, 5, cached_tokens=1792))] * 15)
+    for n in range(15):
+        await ctxmw.acompletion(
+            "openai/gpt-4o", history, prompt_strategies=[stamp], save_file=save_file,
+            completion=fake,
+        )  # fmt: skip
+        history = [*history, {"role": "assistant", "content": f"{n}"}]
+        history.append({"role": "user", "content": f"next {n}"})
+    ledger = str(tmp_path / "agent.ledger.jsonl")
+    assert main(["stats", "--check", ledger]) == 1
+    out = capsys.readouterr().out
+    assert "ALERT bust_every_call: Session " in out
+    assert "each of its 10 warm calls so far broke the cached prefix" in out
+    assert "check: 1 alert(s) over 15 calls" in out
+
+
+def test_follow_with_no_argument_waits_for_the_default_ledger(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    assert main(["stats", "--follow", "--idle", "0", "--poll", "0.01"]) == 0
+    assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["session", "model", "calls"]

@@ -84,11 +84,11 @@ def test_busts_by_tools_or_system_alert_each_time_and_others_do_not() -> None:
     tools = {"cause": "tools", "strategy": None, "message_index": None}
     system = {"cause": "system", "strategy": None, "message_index": 0}
     epoch = {"cause": "strategy", "strategy": "shorten_tools_epoch", "message_index": 9}
-    records = [rec(0), rec(900, bust=tools), rec(900, bust=epoch), rec(900, bust=system)]
-    records.append(rec(900, bust=tools))
-    assert rules_fired(records) == [(2, "bust_tools"), (4, "bust_system"), (5, "bust_tools")]
+    records = [rec(0), rec(900), rec(900, bust=tools), rec(900, bust=epoch)]
+    records += [rec(900, bust=system), rec(900, bust=tools)]
+    assert rules_fired(records) == [(3, "bust_tools"), (5, "bust_system"), (6, "bust_tools")]
     alert = evaluate(records, RULES)[0]
-    assert "tools list" in alert["message"]
+    assert alert["message"].startswith("Session 's', call 3: broke the cached prefix at the tools")
     assert alert["message"].endswith(".")
 
 
@@ -106,7 +106,8 @@ def test_rules_come_from_the_settings() -> None:
     assert (rules.window, rules.min_hit_rate, rules.bust_causes) == (4, 0.9, ("transcript",))
     state = AlertState(rules)
     bust = {"cause": "transcript", "strategy": None, "message_index": 1}
-    assert [a["rule"] for a in state.observe(rec(0, bust=bust))] == ["bust_transcript"]
+    assert state.observe(rec(0)) == []
+    assert [a["rule"] for a in state.observe(rec(900, bust=bust))] == ["bust_transcript"]
 
 
 @pytest.mark.anyio
@@ -133,7 +134,8 @@ async def test_the_recorder_delivers_alerts_to_the_record_hooks_and_logger(
     fired = [(i, a["rule"]) for i, r in enumerate(seen) for a in r.alerts]
     assert fired == [(2, "low_hit_rate"), (2, "drift")]
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
-    assert [w.getMessage().split()[1] for w in warnings] == ["low_hit_rate", "drift"]
+    assert [w.getMessage().split()[2] for w in warnings] == ["low_hit_rate", "drift"]
+    assert all("Session 's', call 3: " in w.getMessage() for w in warnings)
 
 
 @pytest.mark.anyio
@@ -163,10 +165,83 @@ def test_the_window_keeps_figures_not_the_ledger_dicts() -> None:
     assert sum(kept.values()) <= 3, kept  # the state, its rules, the window (no set)
 
 
-def test_a_windowed_alert_says_its_window_figure_and_threshold() -> None:
+def test_a_windowed_alert_says_its_session_window_figure_and_threshold() -> None:
     alerts = evaluate([rec(0), *[rec(100)] * 3], RULES)
     assert [a["message"] for a in alerts] == [
-        "The cache hit rate over the last 3 calls is 10.0%, under the alert_min_hit_rate of "
-        "50.0%: look at the busts of these calls (ctxmw stats)."
+        "Session 's', call 4: the cache hit rate over its last 3 warm calls (leaving out those a "
+        "strategy chose to bust) is 10.0%, under the alert_min_hit_rate of 50.0%: look at the "
+        "busts of these calls (ctxmw stats)."
     ]
     assert (alerts[0]["value"], alerts[0]["threshold"], alerts[0]["call"]) == (0.1, 0.5, 4)
+
+
+def openai(read: int, prompt: int, **extra: Any) -> dict[str, Any]:
+    """A call under the openai rule (nothing cached under 1,024 prompt tokens)."""
+    return rec(read, prompt=prompt, **extra) | {"cache_rule": "openai", "model": "gpt-4o"}
+
+
+def test_no_alert_while_the_prompt_is_under_the_rules_minimum() -> None:
+    """The demo's first calls: the prompt grows from 200 tokens, nothing can be read before the
+    previous call reached 1,024; the windows start after it (10 calls here, not a constant)."""
+    filling = [openai(0, 200 + 90 * n) for n in range(10)]  # the last one is 1,010 tokens
+    warm = [openai(1024 + 128 * n, 1100 + 128 * n) for n in range(8)]
+    assert rules_fired([*filling, *warm]) == []
+    # the same calls with the window counted from the first call fire at once
+    assert AlertRules().min_hit_rate == RULES.min_hit_rate
+    assert rules_fired([rec(0, prompt=300) for _ in range(10)] + warm[:2]) != []
+
+
+def test_the_warm_up_is_the_models_minimum_under_breakpoints() -> None:
+    def claude(read: int, prompt: int) -> dict[str, Any]:
+        return rec(read, prompt=prompt) | {"cache_rule": "breakpoints", "model": "claude-3-5-haiku"}
+
+    # Haiku caches nothing under 2,048 tokens (litellm's map or the documented fallback)
+    assert rules_fired([claude(0, 1500 + 50 * n) for n in range(8)]) == []
+    assert rules_fired([claude(0, 2100 + 50 * n) for n in range(5)]) == [(4, "low_hit_rate")]
+
+
+def test_a_provider_without_a_caching_rule_never_has_a_low_hit_rate_only_drift() -> None:
+    none = [rec(0, expected=0) | {"cache_rule": "none"} for _ in range(8)]
+    assert rules_fired(none) == []
+    caching = [rec(900, expected=0) | {"cache_rule": "none"} for _ in range(8)]
+    assert rules_fired(caching) == []  # never warm under none: drift is for known rules
+
+
+def test_busts_while_the_cache_fills_cost_nothing_and_do_not_alert() -> None:
+    tools = {"cause": "tools", "strategy": None, "message_index": None}
+    records = [openai(0, 300, bust=tools), openai(0, 600, bust=tools), openai(0, 2000, bust=tools)]
+    assert rules_fired(records) == []
+    assert rules_fired([*records, openai(0, 2100, bust=tools)]) == [(4, "bust_tools")]
+
+
+EPOCH = {"cause": "strategy", "strategy": "shorten_tools", "message_index": 1}
+
+
+def test_calls_a_strategy_chose_to_bust_are_left_out_of_the_hit_rate() -> None:
+    # shorten_tools rewrites the head for a while (0 read), then the cache reads again
+    records = [rec(0), *[rec(900)] * 3, *[rec(0, bust=EPOCH)] * 6, *[rec(900)] * 3]
+    assert rules_fired(records) == []
+    transcript = {"cause": "transcript", "strategy": None, "message_index": 1}
+    records = [rec(0), *[rec(900)] * 3, *[rec(0, bust=transcript)] * 3]
+    assert rules_fired(records) == [(6, "low_hit_rate")]  # the caller's own edits still count
+
+
+def test_a_strategy_that_busts_every_call_fires_once() -> None:
+    records = [rec(0), *[rec(50, bust=EPOCH)] * 8]
+    alerts = evaluate(records, RULES)
+    assert [(a["call"], a["rule"]) for a in alerts] == [(4, "bust_every_call")]
+    assert (alerts[0]["value"], alerts[0]["threshold"]) == (3, 3)
+    assert "each of its 3 warm calls so far broke" in alerts[0]["message"]
+    assert "strategy:shorten_tools" in alerts[0]["message"]
+
+
+def test_one_warm_call_that_kept_its_prefix_is_not_every_call() -> None:
+    records = [rec(0), rec(900), *[rec(50, bust=EPOCH)] * 8]
+    assert rules_fired(records) == []
+
+
+def test_a_small_summary_call_does_not_cool_the_agents_cache() -> None:
+    summary = openai(0, 300) | {"kind": "summary"}
+    tools = {"cause": "tools", "strategy": None, "message_index": None}
+    records = [openai(0, 2000), openai(1920, 2100), summary, openai(0, 2200, bust=tools)]
+    assert (4, "bust_tools") in rules_fired(records)  # call 4 is warm: the summary cools nothing

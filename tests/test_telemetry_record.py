@@ -16,11 +16,12 @@ from ctxmw.telemetry.counters import template_tools_tokens
 from tests import _provider_bodies as bodies
 
 LEDGER_KEYS = {
-    "ts", "session", "round", "model", "provider", "cache_rule", "strategies", "messages_in",
-    "messages_out", "calls_compacted", "calls_dropped", "epoch", "prompt_tokens_local",
-    "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens", "cache_read_tokens",
-    "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd", "latency_s", "bust",
-    "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key", "alerts",
+    "ts", "session", "call", "round", "model", "provider", "cache_rule", "strategies",
+    "messages_in", "messages_out", "calls_compacted", "calls_dropped", "epoch",
+    "prompt_tokens_local", "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens",
+    "cache_read_tokens", "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd",
+    "latency_s", "bust", "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key",
+    "alerts",
 }  # fmt: skip
 SECRET = "sk-live-SECRET-tool-output"
 
@@ -78,7 +79,10 @@ async def test_records_reach_the_ledger_the_logger_and_hooks(
     assert stat.S_IMODE((tmp_path / "agent.ledger.jsonl").stat().st_mode) == 0o600
     info = [r.getMessage() for r in caplog.records if r.name == "ctxmw"]
     assert len(info) == 2
-    assert "cache_read=1920 expected=" in info[1]
+    assert info[0].startswith("ctxmw call 1 session=")
+    assert "read=1920 expected=1408 prefix_local=" in info[1]
+    assert "hit=95.7% so far" in info[1]
+    assert [r.call for r in records] == [1, 2]
 
 
 @pytest.mark.anyio

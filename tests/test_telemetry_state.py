@@ -49,4 +49,4 @@ async def test_a_restored_recorder_continues_like_the_original() -> None:
 
 async def test_a_new_recorder_exports_an_empty_state() -> None:
     state = CallRecorder("conv").export_state()
-    assert state == {"prefix": None, "shape": None, "seen": 0}
+    assert state == {"prefix": None, "shape": None, "seen": 0, "calls": 0, "hits": [0, 0]}

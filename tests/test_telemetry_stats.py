@@ -99,4 +99,27 @@ def test_cli_skips_a_transcript_matched_by_the_glob(
         f"ctxmw stats: skipped {str(transcript)!r}: it holds messages (a transcript), not a "
         "ledger's call records."
     ]
-    assert "openai/gpt-4o-mini  2" in captured.out
+    assert "openai/gpt-4o-mini 2 " in " ".join(captured.out.split())
+
+
+def test_the_table_fits_120_columns_whatever_the_names() -> None:
+    deep = "/home/someone/projects/agents/runs/2026-12-02/" + "nightly-evaluation-" * 4 + "a.jsonl"
+    model = "bedrock/anthropic.claude-3-5-sonnet-20241022-v2:0"
+    epoch = {"cause": "strategy", "strategy": "shorten_tools_epoch_increment", "message_index": 2}
+    records = [rec(deep, model, 12_345_678, 9_876_543, bust=epoch, cost=1234.5)] * 3
+    records += [rec("short", "gpt-4o", 1000, 0)]
+    lines = format_table(summarise(records)).splitlines()
+    assert max(map(len, lines)) <= 120
+    row = lines[1].split()
+    assert row[0].startswith("/home/someone/")
+    assert "…" in row[0]
+    assert row[0].endswith("a.jsonl")
+    assert row[2:] == ["3", "37,037,034", "29,629,629", "29,629,659", "80.0%", "3,703.50"]
+    assert lines[2].split()[0] == "short"
+
+
+def test_money_is_to_the_cent() -> None:
+    (stats,) = summarise([rec("a", "m", 10, 0, cost=0.0031)])
+    assert format_table([stats]).splitlines()[1].split()[-1] == "<0.01"
+    (stats,) = summarise([rec("a", "m", 10, 0, cost=12.3681)])
+    assert format_table([stats]).splitlines()[1].split()[-1] == "12.37"

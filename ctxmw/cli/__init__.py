@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from collections.abc import Callable, Sequence
 from typing import cast
 
@@ -80,7 +81,8 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
     infos = list_strategies()
     width = max((len(info.name) for info in infos), default=0)
     for info in infos:
-        print(f"{info.name:<{width}}  {info.description}")
+        text = f"{info.name:<{width}}  {info.description}"
+        print(textwrap.fill(text, 120, subsequent_indent=" " * (width + 2)))
     return 0
 
 

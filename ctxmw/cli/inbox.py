@@ -7,8 +7,10 @@ Each command is one call of the library; errors become a sentence on stderr and 
 from __future__ import annotations
 
 import argparse
+import difflib
 import functools
 import sys
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import anyio
@@ -66,15 +68,34 @@ def _cmd_send(args: argparse.Namespace) -> int:
     if text == "-":
         text = sys.stdin.buffer.read().decode("utf-8", errors="replace")
     path = anyio.run(functools.partial(inbox.deliver, args.save_file, text, name=args.name))
-    print(f"Delivered to {path}")
+    print(
+        f"Queued {path}: pending until the agent's next model call reads it "
+        "(ctxmw inbox list shows it as delivered then)."
+    )
+    _warn_if_unknown(args.save_file)
     return 0
 
 
 @_guarded
 def _cmd_abort(args: argparse.Namespace) -> int:
     path = anyio.run(inbox.abort, args.save_file, args.reason)
-    print(f"Abort pending at {path}")
+    print(f"Abort pending at {path}: the agent's next model call raises ctxmw.Aborted.")
+    _warn_if_unknown(args.save_file)
     return 0
+
+
+def _warn_if_unknown(save_file: str) -> None:
+    """A save_file nobody has written yet is often a misspelled one: say so, and what is near."""
+    path = Path(save_file)
+    if path.exists():
+        return
+    near = difflib.get_close_matches(path.name, [p.name for p in path.parent.glob("*.jsonl")])
+    hint = f" Did you mean {str(path.with_name(near[0]))!r}?" if near else ""
+    print(
+        f"ctxmw inbox: warning: {save_file!r} does not exist yet, so no agent has written it: "
+        f"the message waits for an agent started with exactly this save_file.{hint}",
+        file=sys.stderr,
+    )
 
 
 @_guarded

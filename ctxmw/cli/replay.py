@@ -5,31 +5,41 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import anyio
 
 from ctxmw.cli._args import check_folder_of, positive_int
+from ctxmw.cli.view import format_transcript
 from ctxmw.errors import UsageError
 from ctxmw.replay import (
     DEFAULT_MODEL,
     DEFAULT_STRATEGY_LISTS,
     ReplayResult,
+    call_points,
     load_transcript,
+    prompts,
     replay,
     synthetic_name,
 )
+from ctxmw.replay.coding import coding_session, swe_run
 from ctxmw.replay.format import format_table, plot_replay
+from ctxmw.replay.loss import ReferenceIndex
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter
 from ctxmw.types import Messages
 
-__all__ = ["add_replay_command", "split_strategy_lists"]
+__all__ = ["add_replay_command", "format_call", "split_strategy_lists"]
 
 if TYPE_CHECKING:
     from ctxmw.cli._args import Adder, SubParsers
 
+_KINDS: dict[str, Callable[[int, int], Messages]] = {
+    "words": lambda n, seed: synthetic_transcript(n, seed=seed),
+    "swe": lambda n, seed: swe_run(seed, n_calls=n),
+    "coding": lambda n, seed: coding_session(n, seed=seed),
+}
 _HELP = "replay transcripts through strategy lists: tokens, cache reuse, cost, retention"
 
 
@@ -57,6 +67,14 @@ def add_replay_command(sub: SubParsers, add: Adder) -> None:
     )
     cmd.add_argument("--seed", type=int, default=0, help="seed of --synthetic (default 0)")
     cmd.add_argument(
+        "--kind",
+        choices=sorted(_KINDS),
+        default="words",
+        help="what --synthetic generates: 'words' (sizes and repeats only), 'swe' (a SWE-bench-"
+        "like bash agent), 'coding' (a long coding session); swe and coding runs reuse what "
+        "their tool results showed, so the hidden column has something to measure",
+    )
+    cmd.add_argument(
         "--model", default=DEFAULT_MODEL, help=f"litellm model priced (default {DEFAULT_MODEL})"
     )
     cmd.add_argument(
@@ -67,6 +85,14 @@ def add_replay_command(sub: SubParsers, add: Adder) -> None:
     cmd.add_argument(
         "--fast", action="store_true", help="approximate tokens (4 bytes each), no tokenizer"
     )
+    cmd.add_argument(
+        "--show-call",
+        type=positive_int,
+        metavar="N",
+        help="print the prompt of call N (1 = the first) of one transcript under one strategy "
+        "list (default: the default list), and what it shows of the references of that call",
+    )
+    cmd.add_argument("--full", action="store_true", help="with --show-call: do not fold long parts")
 
 
 def split_strategy_lists(values: Sequence[str] | None) -> list[str]:
@@ -79,6 +105,9 @@ def split_strategy_lists(values: Sequence[str] | None) -> list[str]:
 def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.transcripts and args.synthetic is None:
         raise UsageError("give TRANSCRIPT files or --synthetic N.")
+    if args.show_call is not None:
+        print(anyio.run(_show_call, args))
+        return 0
     if args.plot:
         check_folder_of(args.plot, "--plot")
     result = anyio.run(_run, args)
@@ -93,6 +122,16 @@ def _note(text: str) -> None:
 
 
 async def _run(args: argparse.Namespace) -> ReplayResult:
+    return await replay(
+        await _transcripts(args),
+        split_strategy_lists(args.strategies),
+        model=args.model,
+        window=args.window,
+        counter=ApproxCounter() if args.fast else LiteLLMCounter(),
+    )
+
+
+async def _transcripts(args: argparse.Namespace) -> dict[str, Messages]:
     transcripts: dict[str, Messages] = {}
     for path in args.transcripts:
         transcripts.update(await load_transcript(path, on_skip=_note))
@@ -100,11 +139,65 @@ async def _run(args: argparse.Namespace) -> ReplayResult:
         raise UsageError("No transcript to replay: every file given was skipped.")
     if args.synthetic is not None:
         name = synthetic_name(args.synthetic, args.seed)
-        transcripts[name] = synthetic_transcript(args.synthetic, seed=args.seed)
-    return await replay(
-        transcripts,
-        split_strategy_lists(args.strategies),
-        model=args.model,
-        window=args.window,
-        counter=ApproxCounter() if args.fast else LiteLLMCounter(),
-    )
+        if args.kind != "words":
+            name = name.replace("synthetic:", f"{args.kind}:", 1)
+        transcripts[name] = _KINDS[args.kind](args.synthetic, args.seed)
+    return transcripts
+
+
+async def _show_call(args: argparse.Namespace) -> str:
+    transcripts = await _transcripts(args)
+    if len(transcripts) != 1:
+        raise UsageError(
+            f"--show-call needs exactly one transcript; got {len(transcripts)} "
+            f"({', '.join(map(repr, transcripts))}). Give one file (or --synthetic N alone)."
+        )
+    lists = split_strategy_lists(args.strategies) if args.strategies else ["default"]
+    if len(lists) != 1:
+        raise UsageError(
+            f"--show-call shows one strategy list; got {len(lists)} ({'; '.join(lists)}). "
+            "Give one --strategies list."
+        )
+    ((name, messages),) = transcripts.items()
+    points = call_points(messages)
+    if args.show_call > len(points):
+        raise UsageError(
+            f"--show-call {args.show_call}: {name!r} has {len(points)} call points; "
+            f"pick one from 1 to {len(points)}."
+        )
+    n = 0
+    async for point, prompt in prompts(messages, lists[0], model=args.model):
+        n += 1
+        if n == args.show_call:
+            return format_call(name, lists[0], n, messages, point, prompt, full=args.full)
+    raise AssertionError("unreachable: the call number was checked against the call points")
+
+
+def format_call(
+    name: str,
+    strategies: str,
+    number: int,
+    messages: Messages,
+    point: int,
+    prompt: Messages,
+    *,
+    full: bool = False,
+) -> str:
+    """One prompt readably (``ctxmw replay --show-call N``), then what it shows of the call's
+    references: each hidden one with the tool result it came from."""
+    loss = ReferenceIndex(messages).measure(point, prompt)
+    lines = [
+        f"{name}: call {number} (the assistant message at index {point}), strategies "
+        f"{strategies!r}: {len(prompt)} messages sent for the {point} recorded before it",
+        "",
+        format_transcript(prompt, full=full),
+        "",
+        f"references: {loss.references}, shown {loss.shown}, recoverable {loss.recoverable}, "
+        f"gone {loss.gone}",
+    ]
+    lines += [
+        f"  {'recoverable' if item.recoverable else 'gone'}: {item.text!r} (first in the tool "
+        f"result at index {item.source}, {item.source_shown} in this prompt)"
+        for item in loss.lost
+    ]
+    return "\n".join(lines)

@@ -49,9 +49,11 @@ def _cmd_show(args: argparse.Namespace) -> int:
         return 0
     revisions = anyio.run(file.revisions)
     every = [*revisions.earlier, revisions.current]
-    for n, messages in enumerate(every):
-        label = "current" if n == len(every) - 1 else "earlier"
-        print(f"== revision {n} of {len(every) - 1} ({label})")
+    for n, messages in enumerate(every, start=1):
+        label = "current" if n == len(every) else "earlier"
+        if len(every) == 1:
+            label += ": the only one, the history was never edited"
+        print(f"== revision {n} of {len(every)} ({label})")
         _print(format_transcript(messages, full=args.full, width=args.width))
     return 0
 

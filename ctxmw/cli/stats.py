@@ -1,4 +1,5 @@
-"""``ctxmw stats LEDGER...``: the table, and ``--plot``, ``--html``, ``--check``, ``--follow``."""
+"""``ctxmw stats [LEDGER...]``: the table (or ``--json``), and ``--plot``, ``--html``, ``--check``,
+``--follow``. Without a ledger it reads the default ledger (calls made without a save_file)."""
 
 from __future__ import annotations
 
@@ -18,10 +19,23 @@ Handler = Callable[[argparse.Namespace], int]
 def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> None:
     """Register ``stats`` on the ``ctxmw`` parser."""
     stats = add(sub, "stats", "summarise cache telemetry ledgers", _cmd_stats)
-    stats.add_argument("ledgers", nargs="+", metavar="LEDGER", help="*.ledger.jsonl files")
+    stats.add_argument(
+        "ledgers",
+        nargs="*",
+        metavar="LEDGER",
+        help="*.ledger.jsonl files (default: the default ledger of calls without a save_file)",
+    )
+    stats.add_argument(
+        "--json", action="store_true", help="print the figures (and alerts) as JSON, no table"
+    )
     stats.add_argument("--plot", metavar="FILE.png", help="also draw prompt tokens and cache reads")
     stats.add_argument(
         "--html", metavar="FILE", help="also write one self-contained HTML page of the sessions"
+    )
+    stats.add_argument(
+        "--replay",
+        metavar="REPLAY.json",
+        help="with --html: 'ctxmw replay --json' output; its references are charted",
     )
     stats.add_argument(
         "--check",
@@ -43,24 +57,79 @@ def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> 
 
 
 def _cmd_stats(args: argparse.Namespace) -> int:
-    from ctxmw.telemetry.stats import format_table, load_ledgers, plot_ledger, summarise
+    from ctxmw.telemetry.stats import load_ledgers, plot_ledger
 
+    args.ledgers = args.ledgers or _default_ledgers(waits=args.follow)
     if args.follow:
         return _follow(args)
     for path, option in ((args.plot, "--plot"), (args.html, "--html")):
         if path:
             check_folder_of(path, option)
     records = load_ledgers(args.ledgers, on_skip=_note)
-    print(format_table(summarise(records)))
+    alerts = _print_summary(records, args.json, args.check)
     if args.plot:
-        print(f"plot: {plot_ledger(records, args.plot)}")
+        print(f"plot: {plot_ledger(records, args.plot)}", file=sys.stderr if args.json else None)
     if args.html:
         from ctxmw.telemetry.report import write_html
 
-        print(f"html: {write_html(records, args.html, _rules())}")
-    if args.check:
-        return _check(records)
-    return 0
+        page = write_html(records, args.html, _rules(), _replay(args.replay))
+        print(f"html: {page}", file=sys.stderr if args.json else None)
+    return 1 if args.check and alerts else 0
+
+
+def _replay(path: str | None) -> Any:
+    import json
+    from pathlib import Path
+
+    if path is None:
+        return None
+    try:
+        return json.loads(Path(path).read_text(encoding="utf-8"))
+    except OSError as exc:
+        raise UsageError(f"--replay {path!r}: cannot read it: {exc.strerror}.") from exc
+    except ValueError as exc:
+        raise UsageError(
+            f"--replay {path!r} is not JSON ({exc}); give the output of ctxmw replay --json."
+        ) from exc
+
+
+def _default_ledgers(waits: bool) -> list[str]:
+    """The default ledger's files; with ``--follow`` (``waits``) the file to come, if none yet."""
+    from ctxmw.settings import Settings
+    from ctxmw.telemetry.default_ledger import DEFAULT_LEDGER_NAME, default_ledgers, state_dir
+
+    settings = Settings()
+    found = default_ledgers(settings)
+    where = state_dir(settings) / DEFAULT_LEDGER_NAME
+    if not found and waits:
+        return [str(where)]
+    if not found:
+        raise UsageError(
+            f"No LEDGER given, and the default ledger {str(where)!r} does not exist yet: calls "
+            "made without a save_file write it (unless CTXMW_DEFAULT_LEDGER=false); name "
+            "*.ledger.jsonl files to read others."
+        )
+    return [str(path) for path in found]
+
+
+def _print_summary(records: Sequence[Mapping[str, Any]], as_json: bool, check: bool) -> list[Any]:
+    """The table (or the JSON document) and the alerts; returns the alerts."""
+    import json
+
+    from ctxmw.telemetry.alerts import evaluate
+    from ctxmw.telemetry.stats import format_table, summarise, summary_rows
+
+    stats = summarise([dict(r) for r in records])
+    alerts = evaluate(records, _rules())
+    if as_json:
+        print(json.dumps({"sessions": summary_rows(stats), "alerts": alerts}, indent=2))
+        return alerts
+    print(format_table(stats))
+    for alert in alerts:
+        print(_alert_line(alert))
+    if check:
+        print(f"check: {len(alerts)} alert(s) over {len(records)} calls")
+    return alerts
 
 
 def _note(text: str) -> None:
@@ -72,16 +141,6 @@ def _rules() -> Any:
     from ctxmw.telemetry.alerts import AlertRules
 
     return AlertRules.from_settings(Settings())
-
-
-def _check(records: Sequence[Mapping[str, Any]]) -> int:
-    from ctxmw.telemetry.alerts import evaluate
-
-    alerts = evaluate(records, _rules())
-    for alert in alerts:
-        print(_alert_line(alert))
-    print(f"check: {len(alerts)} alert(s) over {len(records)} calls")
-    return 1 if alerts else 0
 
 
 def _follow(args: argparse.Namespace) -> int:
@@ -112,7 +171,7 @@ def _follow(args: argparse.Namespace) -> int:
 
 
 def _alert_line(alert: Mapping[str, Any]) -> str:
-    return f"ALERT {alert['session']} call {alert['call']}: {alert['rule']}: {alert['message']}"
+    return f"ALERT {alert['rule']}: {alert['message']}"
 
 
 def call_line(record: Mapping[str, Any]) -> str:

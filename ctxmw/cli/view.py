@@ -1,7 +1,8 @@
 """A readable view of a transcript, for ``ctxmw show SAVE_FILE``.
 
 One block per message: its index, its role, the tool it calls or answers, its size in
-characters, and its text. Long parts (tool outputs, argument strings, any content over the width)
+characters (of its text and its calls' names and arguments: what the model reads, not the JSON
+around it), and its text. Long parts (tool outputs, argument strings, any content over the width)
 are folded to one line with the number of characters hidden; ``full=True`` prints everything.
 """
 
@@ -85,7 +86,12 @@ def _text(content: Any) -> str:
 
 
 def _size(message: Message) -> int:
-    return len(json.dumps(message, ensure_ascii=False))
+    size = len(_text(message.get("content")))
+    for call in tool_calls_of(message):
+        fn = call.get("function")
+        if isinstance(fn, dict):
+            size += len(str(fn.get("name") or "")) + len(str(fn.get("arguments") or ""))
+    return size
 
 
 def _call_names(messages: Sequence[Message]) -> dict[str, str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import textwrap
 from pathlib import Path
 
 import anyio
@@ -11,7 +12,8 @@ from ctxmw.demo._provider import SIMULATED
 from ctxmw.demo._report import ProgressBar, format_rows
 from ctxmw.demo._run import DEMO_STRATEGIES, SIMULATED_MODEL, DemoRow, check_strategies, run_demo
 from ctxmw.errors import UsageError
-from ctxmw.telemetry.stats import load_ledgers, plot_ledger
+from ctxmw.telemetry.report import write_html
+from ctxmw.telemetry.stats import TABLE_WIDTH, load_ledgers, plot_ledger
 
 __all__ = ["run_demo_command"]
 
@@ -50,29 +52,41 @@ async def _run(args: argparse.Namespace, out: Path) -> list[DemoRow]:
 def _header(simulated: bool, args: argparse.Namespace) -> str:
     if not simulated:
         return f"ctxmw demo against {args.model or SIMULATED_MODEL} at {args.api_base or 'its API'}"
-    return (
+    return _wrapped(
         f"ctxmw demo: a scripted agent makes about {args.calls} tool calls (list, read, grep over "
-        "the installed ctxmw package)\n"
+        "the installed ctxmw package), several at once in some of its steps: one model call "
+        "per step.",
         f"provider: {SIMULATED.upper()} OpenAI-compatible endpoint on 127.0.0.1, reached through "
-        "litellm; it caches prompts like OpenAI (nothing under 1,024 tokens, then 128-token "
-        f"blocks); costs at {SIMULATED_MODEL}'s prices from litellm's table"
+        "litellm. It caches prompts like OpenAI (nothing under 1,024 tokens, then 128-token "
+        f"blocks), so the costs are at {SIMULATED_MODEL}'s prices from litellm's table (ctxmw "
+        "replay prices its --model, by default an Anthropic model: the two price different "
+        "providers).",
     )
+
+
+def _wrapped(*paragraphs: str) -> str:
+    return "\n".join(textwrap.fill(p, TABLE_WIDTH, break_on_hyphens=False) for p in paragraphs)
 
 
 def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
     label = "simulated provider" if simulated else "provider"
-    lines = [
-        f"cached (provider): prompt tokens the {label} reported as read from its cache; "
-        "cached (ctxmw): what ctxmw expected it to read, from what was sent.",
+    tools = ", ".join(sorted({f"{r.tool_calls:,}" for r in rows}))
+    text = _wrapped(
+        f"model calls: one per step of the agent (its {tools} tool calls, several at once in some "
+        "steps, and the final answer). prompt: tokens sent over the whole session; peak: the "
+        f"largest prompt. read: prompt tokens the {label} reported as read from its cache; "
+        "expected: what ctxmw expected it to read, from what was sent; hit: read over prompt. "
         "results: the tool results the model still saw at the last call: full / compacted / "
         "cleared to a placeholder / all of them.",
         f"files in {out}/: one transcript (*.jsonl), its ledger (*.ledger.jsonl) and its lock "
-        "file (*.jsonl.lock, empty when free) per row",
-    ]
+        "file (*.jsonl.lock, empty when free) per row.",
+    )
+    records = load_ledgers(sorted(out.glob("*.ledger.jsonl")))
+    page = write_html(records, out / "report.html")
+    lines = [text, f"report: {page} (open it in a browser: the sessions side by side)"]
     plot = out / "cache.png"
     try:
-        ledgers = sorted(out.glob("*.ledger.jsonl"))
-        plot_ledger(load_ledgers(ledgers), plot)
+        plot_ledger(records, plot)
         lines.append(f"plot: {plot} (prompt tokens and cache reads per call, one panel per row)")
     except UsageError as exc:
         lines.append(f"plot skipped: {exc}")

@@ -12,29 +12,35 @@ __all__ = ["ProgressBar", "format_rows"]
 
 COLUMNS = (
     "strategies",
-    "calls",
-    "prompt tokens",
+    "model calls",
+    "prompt",
     "peak",
-    "cached (provider)",
-    "cached (ctxmw)",
-    "hit rate",
+    "read",
+    "expected",
+    "hit",
     "cost",
-    "results full/compacted/cleared/total",
+    "results",
 )
+"""Short headers (the footer explains each): the table fits 120 columns."""
 
 
 def format_rows(rows: Sequence[DemoRow]) -> str:
-    """The comparison table, one row per strategy list, columns aligned."""
+    """The comparison table, one row per strategy list, columns aligned (numbers right)."""
     cells = [COLUMNS, *(_cells(row) for row in rows)]
     widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
     lines = [
-        "  ".join(cell.ljust(w) for cell, w in zip(line, widths, strict=True)) for line in cells
+        "  ".join(
+            cell.ljust(w) if i == 0 else cell.rjust(w)
+            for i, (cell, w) in enumerate(zip(line, widths, strict=True))
+        )
+        for line in cells
     ]
     return "\n".join(line.rstrip() for line in lines)
 
 
 def _cells(row: DemoRow) -> tuple[str, ...]:
     cost = "-" if row.cost_usd is None else f"${row.cost_usd:,.2f}"
+    results = f"{row.results_full}/{row.results_compacted}/{row.results_cleared}"
     return (
         row.strategies,
         str(row.calls),
@@ -44,7 +50,7 @@ def _cells(row: DemoRow) -> tuple[str, ...]:
         f"{row.cached_expected:,}",
         f"{row.hit_rate:.1%}",
         cost,
-        f"{row.results_full}/{row.results_compacted}/{row.results_cleared}/{row.results_total}",
+        f"{results}/{row.results_total}",
     )
 
 

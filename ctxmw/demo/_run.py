@@ -40,6 +40,7 @@ class DemoRow:
 
     strategies: str
     calls: int
+    tool_calls: int
     prompt_tokens: int
     peak_prompt_tokens: int
     cached_reported: int
@@ -163,6 +164,7 @@ async def _run_one(
     return DemoRow(
         strategies=spec,
         calls=len(records),
+        tool_calls=sum(1 for m in session.messages if m.get("role") == "tool"),
         prompt_tokens=sum(r.prompt_tokens for r in records),
         peak_prompt_tokens=max((r.prompt_tokens for r in records), default=0),
         cached_reported=sum(r.cache_read_tokens or 0 for r in records),

@@ -10,6 +10,11 @@ from and writes to the cache, and the cost at one model's prices (see
 :mod:`ctxmw.replay.caching` for the caching models and where prices come from). ``none`` is
 always replayed: it is the baseline of every ratio.
 
+Beside cost, what the model loses (:mod:`ctxmw.replay.loss`): at every call point, the
+references of the recorded next assistant message (its distinctive strings that first appeared
+in a tool result) and how many the prompt still shows, only points to with an offload handle,
+or no longer has. :func:`prompts` yields the very prompts measured, one per call point.
+
 Token counts are litellm's (the model's tokenizer) unless another counter is passed; each distinct
 message is counted once for the whole replay, whatever strategy list produced it.
 """
@@ -38,28 +43,40 @@ from ctxmw.replay.caching import (
 )
 from ctxmw.replay.figures import CallFigures, ReplayResult, Retention, StrategyFigures, retention
 from ctxmw.replay.load import load_transcript, synthetic_name
+from ctxmw.replay.loss import CallLoss, Lost, ReferenceIndex, distinctive
 from ctxmw.replay.optimal import Optimum, optimal_schedule
+from ctxmw.replay.prompts import (
+    DEFAULT_MODEL,
+    call_points,
+    prompts,
+    resolve_list,
+    session_prompts,
+)
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.settings import Settings, resolve_settings
-from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
+from ctxmw.strategies._chain import NamedStrategy, apply_strategies
 from ctxmw.strategies.cache_breakpoints import cache_breakpoints
 from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
 from ctxmw.telemetry.prefix import PrefixTracker
 from ctxmw.telemetry.rules import uses_breakpoints
-from ctxmw.types import Message, Messages, StrategyContext
+from ctxmw.types import Message, Messages
 
 __all__ = [
     "CACHING_MODELS",
     "DEFAULT_MODEL",
     "DEFAULT_STRATEGY_LISTS",
     "CallFigures",
+    "CallLoss",
+    "Lost",
     "Optimum",
     "Prices",
     "ReplayResult",
     "Retention",
     "StrategyFigures",
     "call_points",
+    "distinctive",
     "load_transcript",
+    "prompts",
     "replay",
     "synthetic_name",
     "synthetic_transcript",
@@ -67,8 +84,6 @@ __all__ = [
 
 logger = logging.getLogger("ctxmw")
 
-DEFAULT_MODEL = "anthropic/claude-sonnet-4-5"
-"""Priced by litellm with input, cache-read and cache-write prices."""
 DEFAULT_STRATEGY_LISTS = (
     "none",
     "shorten_tools_economic",
@@ -78,8 +93,6 @@ DEFAULT_STRATEGY_LISTS = (
     "clear_tool_results",
 )
 BASELINE = "none"
-DEFAULT_ALIAS = "default"
-"""The strategy list name that means the default list (``DEFAULT_STRATEGIES``)."""
 _MARK: list[NamedStrategy] = [("cache_breakpoints", cache_breakpoints)]
 
 
@@ -120,22 +133,14 @@ async def replay(
         )
     resolved = resolve_settings(settings)
     lists = _with_baseline([_spec_name(spec) for spec in strategy_lists])
-    chains = {name: resolve_strategies(_alias(name), resolved) for name in lists}
+    chains = {name: resolve_list(name, resolved) for name in lists}
     prices = model_prices(model)
     shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
     run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
+    run.references = [ReferenceIndex(messages) for messages in named.values()]
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
     optima = [run.optimum(messages) for messages in named.values()] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
-
-
-def call_points(messages: Sequence[Any]) -> list[int]:
-    """Indices of the assistant messages after the first message: ``messages[:i]`` was sent."""
-    return [
-        i
-        for i, msg in enumerate(messages)
-        if i > 0 and isinstance(msg, Mapping) and msg.get("role") == "assistant"
-    ]
 
 
 @dataclasses.dataclass(slots=True)
@@ -146,6 +151,7 @@ class _Run:
     counter: TokenCounter
     settings: Settings
     tools: Sequence[Mapping[str, Any]] | None = None
+    references: list[ReferenceIndex] = dataclasses.field(default_factory=list)
 
     async def strategy_list(
         self, name: str, chain: list[NamedStrategy], transcripts: Mapping[str, Messages]
@@ -178,11 +184,8 @@ class _Run:
         minimum = breakpoint_minimum(self.model)
         previous = 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
-        memo: dict[str, Any] = {}  # one transcript is one session (offload keeps its store here)
-        for point in call_points(messages):
-            ctx = StrategyContext(settings=self.settings, model=self.model, memo=memo)
-            sent = messages[:point]
-            prompt = await apply_strategies(sent, chain, ctx)
+        references = self.references[t]
+        async for point, prompt, ctx in session_prompts(messages, chain, self.settings, self.model):
             # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.
             with_marks = await apply_strategies(
                 prompt, _MARK, dataclasses.replace(ctx, model=marker)
@@ -196,13 +199,11 @@ class _Run:
                 "end_breakpoint": end_breakpoint_split(r, body, minimum),
             }
             cost = {key: self.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
-            out.append(
-                CallFigures(
-                    t, point, r.prompt_tokens, r.prefix_tokens, previous, r.broke, splits, cost
-                )
-            )
+            loss = references.measure(point, prompt)
+            shape = (r.prompt_tokens, r.prefix_tokens, previous, r.broke)
+            out.append(CallFigures(t, point, *shape, splits, cost, loss))
             previous = body
-            last = (sent, prompt, ctx.stats)
+            last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()
 
 
@@ -254,11 +255,6 @@ def _spec_name(spec: str | Sequence[str]) -> str:
     if isinstance(spec, str):
         return spec.strip() or BASELINE
     return ",".join(spec) or BASELINE
-
-
-def _alias(name: str) -> str | None:
-    """``default`` means the default list: None resolves it (the setting, else the built-in)."""
-    return None if name == DEFAULT_ALIAS else name
 
 
 def _with_baseline(names: list[str]) -> list[str]:

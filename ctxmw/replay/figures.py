@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.replay.caching import CACHING_MODELS, Prices, Split
+from ctxmw.replay.loss import CallLoss
 from ctxmw.replay.optimal import Optimum
 
 __all__ = ["CallFigures", "ReplayResult", "Retention", "StrategyFigures", "retention"]
@@ -26,6 +27,8 @@ class CallFigures:
         broke: the previous prompt is not a prefix of this one.
         splits: cache reads and writes per caching model.
         cost: USD per caching model.
+        loss: the references of this call point and what the prompt shows of them
+            (:mod:`ctxmw.replay.loss`).
     """
 
     transcript: int
@@ -36,6 +39,7 @@ class CallFigures:
     broke: bool
     splits: dict[str, Split]
     cost: dict[str, float]
+    loss: CallLoss = field(default_factory=CallLoss)
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +154,36 @@ class StrategyFigures:
     def cost(self) -> dict[str, float]:
         """USD per caching model, summed over every call point."""
         return {key: sum(c.cost[key] for c in self.calls) for key in CACHING_MODELS}
+
+    @property
+    def references(self) -> int:
+        """References over every call point (:mod:`ctxmw.replay.loss`)."""
+        return sum(c.loss.references for c in self.calls)
+
+    @property
+    def shown(self) -> int:
+        """References the prompts still showed."""
+        return sum(c.loss.shown for c in self.calls)
+
+    @property
+    def recoverable(self) -> int:
+        """References only behind an offload handle."""
+        return sum(c.loss.recoverable for c in self.calls)
+
+    @property
+    def gone(self) -> int:
+        """References neither shown nor recoverable."""
+        return sum(c.loss.gone for c in self.calls)
+
+    @property
+    def hidden_share(self) -> float:
+        """Gone / references (0.0 without references)."""
+        return self.gone / self.references if self.references else 0.0
+
+    @property
+    def recoverable_share(self) -> float:
+        """Recoverable / references (0.0 without references)."""
+        return self.recoverable / self.references if self.references else 0.0
 
     def cache_tokens(self, kind: str) -> dict[str, int]:
         """Cache ``reads`` or ``writes`` per caching model, summed over every call point."""
@@ -271,6 +305,12 @@ class ReplayResult:
             "retained_compacted": s.retention.compacted,
             "retained_cleared": s.retention.cleared,
             "tool_results": s.retention.results,
+            "references": s.references,
+            "references_shown": s.shown,
+            "references_recoverable": s.recoverable,
+            "references_gone": s.gone,
+            "hidden_share": round(s.hidden_share, 6),
+            "recoverable_share": round(s.recoverable_share, 6),
             "cache_read_tokens": s.cache_tokens("reads"),
             "cache_write_tokens": s.cache_tokens("writes"),
             "cost": {key: round(value, 6) for key, value in s.cost.items()},

@@ -14,51 +14,63 @@ from ctxmw.telemetry.plot import pyplot
 
 __all__ = ["format_table", "plot_replay"]
 
-_HEADERS = (
+_COST_HEADERS = ("strategies", *CACHING_MODELS, "hidden", "recoverable")
+_SHAPE_HEADERS = (
     "strategies",
     "reuse",
     "breaks",
     ">window",
     "total tokens",
     "peak",
-    "cost auto",
-    "cost breakpoints",
-    "cost end_breakpoint",
     "full",
     "compacted",
     "cleared",
 )
 _LEFT = {0}
+WIDTH = 120
+"""Every line of the table fits a terminal this wide (strategy lists of 30 characters or less)."""
 
 
 def format_table(result: ReplayResult) -> str:
-    """The human table: a header line, one row per strategy list, then how to read it."""
+    """The human table: what each list costs and hides, then its prompts' shape, then a legend."""
     p = result.prices
-    head = (
-        f"{len(result.transcripts)} transcript(s), {result.calls} call points, "
-        f"window {result.window:,} tokens; prices of {p.model} per million tokens: input "
-        f"${p.input * 1e6:.2f}, cache read ${p.cache_read * 1e6:.2f}, cache write "
-        f"${p.cache_write * 1e6:.2f} ({p.source['cache_write']})"
-    )
-    rows = [list(_HEADERS)] + [_row(result, s) for s in result.strategies.values()]
+    base = result.strategies[result.baseline]
+    lines = [
+        f"{len(result.transcripts)} transcript(s), {result.calls:,} call points, window "
+        f"{result.window:,} tokens, {base.references:,} references",
+        f"prices of {p.model} per million tokens: input ${p.input * 1e6:.2f}, cache read "
+        f"${p.cache_read * 1e6:.2f}, cache write ${p.cache_write * 1e6:.2f} "
+        f"({p.source['cache_write']})",
+        "",
+    ]
+    rows = [list(_COST_HEADERS)] + [_cost_row(result, s) for s in result.strategies.values()]
     if result.optimal is not None:
         rows.append(_optimal_row(result, result.optimal))
-    widths = [max(len(row[i]) for row in rows) for i in range(len(_HEADERS))]
-    lines = [head, ""]
-    for row in rows:
-        cells = [
-            cell.ljust(widths[i]) if i in _LEFT else cell.rjust(widths[i])
-            for i, cell in enumerate(row)
-        ]
-        lines.append("  ".join(cells).rstrip())
-    results = next(iter(result.strategies.values())).retention.results
-    lines += ["", _legend(results)]
+    lines += _aligned(rows)
+    lines.append("")
+    lines += _aligned([list(_SHAPE_HEADERS)] + [_shape_row(s) for s in result.strategies.values()])
+    lines += ["", *_legend(base.retention.results)]
     return "\n".join(lines)
 
 
-def _row(result: ReplayResult, s: StrategyFigures) -> list[str]:
+def _aligned(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+    return [
+        "  ".join(
+            cell.ljust(widths[i]) if i in _LEFT else cell.rjust(widths[i])
+            for i, cell in enumerate(row)
+        ).rstrip()
+        for row in rows
+    ]
+
+
+def _cost_row(result: ReplayResult, s: StrategyFigures) -> list[str]:
     ratios, best = result.ratio_to_baseline(s.name), result.ratio_to_optimal(s.name)
-    costs = [f"${s.cost[key]:,.2f} {_ratio(ratios[key], best[key])}" for key in CACHING_MODELS]
+    costs = [_cost(s.cost[key], ratios[key], best[key]) for key in CACHING_MODELS]
+    return [s.name, *costs, f"{s.hidden_share:.1%}", f"{s.recoverable_share:.1%}"]
+
+
+def _shape_row(s: StrategyFigures) -> list[str]:
     kept = s.retention
     return [
         s.name,
@@ -67,7 +79,6 @@ def _row(result: ReplayResult, s: StrategyFigures) -> list[str]:
         str(s.over_window_calls),
         f"{s.prompt_tokens_total:,}",
         f"{s.prompt_tokens_peak:,}",
-        *costs,
         str(kept.full),
         str(kept.compacted),
         str(kept.cleared),
@@ -77,44 +88,40 @@ def _row(result: ReplayResult, s: StrategyFigures) -> list[str]:
 def _optimal_row(result: ReplayResult, best: Optimum) -> list[str]:
     base = result.strategies[result.baseline].cost
     costs = [
-        f"${best.cost[key]:,.2f} {_ratio(best.cost[key] / base[key] if base[key] else None, 1.0)}"
+        _cost(best.cost[key], best.cost[key] / base[key] if base[key] else None, 1.0)
         for key in CACHING_MODELS
     ]
+    return ["optimal (the limit)", *costs, "", ""]
+
+
+def _cost(dollars: float, ratio: float | None, optimal: float | None) -> str:
+    return f"${dollars:,.2f} {_ratio(ratio)} {_ratio(optimal)}"
+
+
+def _ratio(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}x"
+
+
+def _legend(results: int) -> list[str]:
     return [
-        "optimal (the limit)",
-        "",
-        f"{best.moves['auto']} moves",
-        "",
-        "",
-        "",
-        *costs,
-        "",
-        "",
-        "",
-    ]
-
-
-def _ratio(value: float | None, optimal: float | None = None) -> str:
-    if value is None:
-        return "(n/a)"
-    if optimal is None:
-        return f"({value:.2f}x)"
-    return f"({value:.2f}x, {optimal:.2f}x opt)"
-
-
-def _legend(results: int) -> str:
-    return (
+        "auto, breakpoints, end_breakpoint: the cost under each caching model, then x none, then "
+        "x optimal (n/a: not",
+        "computed). auto = OpenAI-style prefix caching, breakpoints = marks placed by "
+        "cache_breakpoints, end_breakpoint = one",
+        "mark at the end of every prompt. optimal: the cheapest boundary schedule of the "
+        "default's tiers (exact for auto and",
+        "end_breakpoint, a lower bound for breakpoints; strategies with other tiers can beat it).",
+        "hidden: of the references (at every call, the strings of the recorded next message that "
+        "first appeared in a tool",
+        "result), the share the prompt no longer showed; recoverable: the share only behind an "
+        "offload handle (ctxmw_expand).",
         "reuse: share of each previous prompt repeated as this prompt's prefix (token-weighted); "
-        "breaks: calls whose previous prompt is not a prefix;\n>window: calls over the window; "
-        "cost (x none, x optimal) per caching model: auto = OpenAI-style prefix caching, "
-        "breakpoints = marks "
-        "placed by cache_breakpoints,\nend_breakpoint = one mark at the end of every prompt; "
-        f"full / compacted / cleared: of the {results} tool results, what the model still sees "
-        "at the last call\n(full, shortened, only a placeholder; the rest were dropped). A cheap "
-        "strategy that keeps few results in full is also blind.\noptimal: the cheapest boundary "
-        "schedule of the default's tiers (exact for auto and end_breakpoint, a lower bound for "
-        "breakpoints; strategies with other tiers can beat it)."
-    )
+        "breaks: calls whose previous",
+        "prompt is not a prefix; >window: calls over the window; full / compacted / cleared: of "
+        f"the {results} tool results, what",
+        "the model still sees at the last call (full, shortened, only a placeholder; the rest "
+        "were dropped).",
+    ]
 
 
 def plot_replay(result: ReplayResult, out: str | os.PathLike[str]) -> Path:

@@ -115,6 +115,11 @@ class Conversations:
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
 
+    def in_use(self, key: Hashable) -> bool:
+        """Whether a call still running has the conversation checked out."""
+        entry = self._entries.get(key)
+        return entry is not None and entry.in_use
+
     def values(self) -> list[Conversation]:
         """The conversations kept, least recently used first."""
         return list(self._entries.values())

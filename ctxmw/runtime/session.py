@@ -535,9 +535,11 @@ class Session:
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
-        # One snapshot of the working transcript serves the side calls and, unless inbox notes
-        # joined it, the telemetry record: a pointer copy, the round's only per-message work
-        # outside the strategies and the telemetry.
+        # One snapshot of the working transcript serves the side calls and the telemetry record
+        # (the strategies' input: an inbox note they deliver is their output, so a stateless
+        # caller's next call, which never carries it, is a bust of the inbox, not of the
+        # transcript): a pointer copy, the round's only per-message work outside the strategies
+        # and the telemetry.
         snapshot = list(turn.working)
         side = _SideCall(self, snapshot, round_)
         ctx = StrategyContext(
@@ -561,9 +563,8 @@ class Session:
                 prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
-            notes = delivered_notes(ctx)
-            turn.add_notes(notes)
-            call = _Call(list(turn.working) if notes else snapshot, ctx, trace, round_)
+            turn.add_notes(delivered_notes(ctx))
+            call = _Call(snapshot, ctx, trace, round_)
             response = await self._call_model(prompt, call, turn, **extra)
         except BaseException:
             self._pending = [*turn.unconfirmed, *turn.unseen(delivered_notes(ctx))]

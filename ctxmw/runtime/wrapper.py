@@ -16,7 +16,13 @@ previous call left: the strategies' memo, the telemetry recorder (its previous c
 loaded transcript, re-read only when the file changed. They live in a bounded in-process
 registry (:mod:`ctxmw.runtime.conversations`: by conversations and by bytes held, the least
 recently used forgotten first; a forgotten conversation's next call starts cold, with the same
-result).
+result). A call that names no conversation continues the one of this process whose messages it
+extends, found by its head (:mod:`ctxmw.runtime._heads`).
+
+Without a save_file the records go to the default ledger (:mod:`ctxmw.telemetry.default_ledger`),
+which ``ctxmw stats`` reads with no argument; the first such call of the process says where in
+one INFO line on the ``ctxmw`` logger, and every call logs its own (reported against expected
+cache reads, the session's hit rate so far, the bust if any).
 
 A stateless call has no session to keep an inbox note in when the provider call that carried it
 fails, so such notes are put back into the inbox: the real inbox's files under their own names
@@ -35,12 +41,15 @@ from typing import Any
 
 import anyio
 
-from ctxmw._litellm import CompletionFn
-from ctxmw.runtime.conversations import Conversations
+from ctxmw._litellm import CompletionFn, message_dicts
+from ctxmw.runtime._heads import HeadThreads
+from ctxmw.runtime.conversations import Conversation, Conversations
 from ctxmw.runtime.identity import conversation_identity
 from ctxmw.runtime.options import split_options
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
+from ctxmw.telemetry.default_ledger import announce, default_ledger_path
+from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, StrategySpec
 
 __all__ = ["acompletion"]
@@ -85,8 +94,9 @@ async def acompletion(
         completion: the completion function (for tests: ``ctxmw.testing.FakeCompletion``).
         on_call: telemetry hooks, called with each call's record (sync or async).
         session: the telemetry session id; consecutive calls with the same id (default: the
-            same save_file, else ``litellm_session_id`` or ``metadata["session_id"]``) are
-            compared with each other for cache reuse.
+            same save_file, else ``litellm_session_id`` or ``metadata["session_id"]``, else
+            the earlier call of this process whose messages this one extends) are compared
+            with each other for cache reuse.
         clock: wall-clock seconds (``StrategyContext.now``, default ``time.time``): the
             strategies see the time since the conversation's previous call (a cold cache).
         **kwargs: everything else ``litellm.acompletion`` takes. ``metadata["ctxmw"]`` may hold
@@ -111,12 +121,22 @@ async def acompletion(
     }
     chosen = {**options, **{k: v for k, v in given.items() if v is not None}}
     chosen["on_call"] = chosen.get("on_call") or ()
+    history, named = list(messages or []), True
     if chosen.get("session") is None and chosen.get("save_file") is None:
         identity = conversation_identity(rest, head=False)
-        chosen["session"] = identity.conversation if identity is not None else None
+        named = identity is not None
+        chosen["session"] = identity.conversation if identity is not None else _by_head(history)
     if clock is not None:
         chosen["clock"] = clock
-    return await _run(model, list(messages or []), tools, completion, chosen, rest)
+    return await _run(model, history, tools, completion, chosen, rest, named=named)
+
+
+def _by_head(history: Sequence[Any]) -> str:
+    try:
+        dicts = message_dicts(history)
+    except TypeError:  # not messages at all: the session says so, with the index, right after
+        dicts = [m for m in history if isinstance(m, dict)]
+    return _heads.session_for(dicts, lambda session: _conversations.in_use((None, session)))
 
 
 async def _run(
@@ -126,14 +146,20 @@ async def _run(
     completion: CompletionFn | None,
     options: dict[str, Any],
     kwargs: dict[str, Any],
+    *,
+    named: bool = True,
 ) -> Any:
     convo = Session(model, tools=tools, completion=completion, **options, **kwargs)
     key = _conversation_key(options)
     entry = _conversations.check_out(key) if key is not None else None
     if entry is not None:
         convo._resume(entry)
-    else:
-        convo._without_memory_offload()  # no later call could read an original back
+        if options.get("save_file") is None:
+            _default_ledger(convo, entry, str(options.get("session")))
+    if entry is None or not named:
+        # Found by its head only (a guess a rewritten history defeats), or not at all: no
+        # later call is sure to read an original back, so nothing is offloaded to memory.
+        convo._without_memory_offload()
 
     async def end(exact: bool) -> None:
         if entry is not None and key is not None:
@@ -158,6 +184,19 @@ async def _run(
 
 
 _conversations = Conversations()
+_heads = HeadThreads()
+
+
+def _default_ledger(convo: Session, entry: Conversation, session: str) -> None:
+    """A conversation without a save_file records its calls in the default ledger."""
+    if entry.recorder is not None or not convo.settings.telemetry:
+        return  # its recorder already writes where its first call chose
+    path = default_ledger_path(convo.settings)
+    announce(path)
+    if path is not None:
+        convo.recorder = CallRecorder(
+            session, ledger=path, settings=convo.settings, on_call=convo.on_call
+        )
 
 
 def _conversation_key(options: Mapping[str, Any]) -> tuple[str | None, str | None] | None:

@@ -186,6 +186,22 @@ class Settings(BaseSettings):
         description="Record every model call (ledger beside the save_file, the 'ctxmw' logger, "
         "on_call hooks).",
     )
+    default_ledger: bool = Field(
+        True,
+        description="Record calls that have no save_file in the default ledger (state_dir/"
+        "calls.ledger.jsonl), which 'ctxmw stats' reads with no argument; false turns it off.",
+    )
+    state_dir: str | None = Field(
+        None,
+        description="ctxmw's per-user state folder, home of the default ledger (default: "
+        "$XDG_STATE_HOME/ctxmw, else ~/.local/state/ctxmw).",
+    )
+    ledger_max_bytes: int = Field(
+        16 * 1024 * 1024,
+        ge=4096,
+        description="The default ledger moves to calls.old.ledger.jsonl once it reaches this "
+        "size (about twice this stays on disk).",
+    )
     # --- Cache telemetry levers, alerts and export (issue 15) ----------------------------------
     prompt_cache_key: bool = Field(
         True,

@@ -7,6 +7,8 @@ task), then *turns*: a turn is one message, or one assistant message with its to
 after the head and ends at a turn boundary that advances in steps of ``summary_step``
 messages, keeping at least ``compact_keep_recent`` turns unfolded: between steps, the prompt is
 head + the same summary + the growing tail, so its prefix is byte-identical from call to call.
+The current instruction (the last user message after the head) is never folded: when the range
+passes it, it is sent verbatim right after the summary.
 """
 
 from __future__ import annotations
@@ -47,15 +49,26 @@ SUMMARY_LABEL = "[Summary of {n} earlier messages, written by ctxmw to fit the c
 
 @dataclass(frozen=True, slots=True)
 class Fold:
-    """The range ``[start, end)`` of messages to fold into one summary."""
+    """The range ``[start, end)`` of messages to fold into one summary.
+
+    ``kept``: the index of the current instruction when it lies in the range: it is not folded
+    but sent after the summary.
+    """
 
     start: int
     end: int
+    kept: int | None = None
 
     @property
     def size(self) -> int:
         """How many messages are folded."""
-        return self.end - self.start
+        return self.end - self.start - (self.kept is not None)
+
+    def folded(self, messages: Sequence[Any]) -> list[Any]:
+        """The messages this fold summarises, in order (the kept instruction left out)."""
+        if self.kept is None:
+            return list(messages[self.start : self.end])
+        return [*messages[self.start : self.kept], *messages[self.kept + 1 : self.end]]
 
 
 def measure(
@@ -136,13 +149,24 @@ def plan_fold(
     step = settings.summary_step
     stepped = head + ((limit - head) // step) * step
     end = max((i for i in starts if i <= stepped), default=head)
-    return Fold(head, end) if end > head else None
+    if end <= head:
+        return None
+    instruction = _last_instruction(messages)
+    return Fold(head, end, instruction if head <= instruction < end else None)
 
 
 def _starts_turn(msg: Any) -> bool:
     # A turn starts at any message but a tool result: an OpenAI ``tool`` message, or a user
     # message answering Anthropic-native tool_use blocks (it must stay with its tool_use).
     return role_of(msg) != "tool" and not tool_result_ids(msg)
+
+
+def _last_instruction(messages: Sequence[Any]) -> int:
+    """The index of the last user message that is not a tool result (-1 if there is none)."""
+    for i in range(len(messages) - 1, -1, -1):
+        if role_of(messages[i]) == "user" and not tool_result_ids(messages[i]):
+            return i
+    return -1
 
 
 def _head_end(messages: Sequence[Any]) -> int:
@@ -155,7 +179,7 @@ def _head_end(messages: Sequence[Any]) -> int:
 def folded_items(messages: Sequence[Any], fold: Fold, patterns: tuple[str, ...]) -> list[str]:
     """Every durable item of the folded messages, without repeats."""
     found: dict[str, None] = {}
-    for msg in messages[fold.start : fold.end]:
+    for msg in fold.folded(messages):
         found.update(dict.fromkeys(durable_items(message_text(msg), patterns)))
     return list(found)
 
@@ -164,7 +188,7 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
     """A summary without a model: what was folded, and every durable line verbatim."""
     lines: dict[str, None] = {}
     tools: Tally[str] = Tally()
-    for msg in messages[fold.start : fold.end]:
+    for msg in fold.folded(messages):
         lines.update(dict.fromkeys(durable_lines(message_text(msg), patterns)))
         tools.update(name or "?" for name in call_names(msg))
     calls = ", ".join(f"{name} x{n}" for name, n in sorted(tools.items())) or "none"
@@ -177,7 +201,8 @@ def mechanical_summary(messages: Sequence[Any], fold: Fold, patterns: tuple[str,
 
 
 def splice(messages: Sequence[Any], fold: Fold, text: str) -> Messages:
-    """The prompt: the head, one labelled summary message, then the unfolded tail.
+    """The prompt: the head, one labelled summary message, the current instruction if the
+    fold passed it, then the unfolded tail.
 
     The summary is a ``user`` message: every provider accepts one at this position, whereas a
     mid-conversation ``system`` message is rejected by some chat templates and would give text
@@ -185,7 +210,8 @@ def splice(messages: Sequence[Any], fold: Fold, text: str) -> Messages:
     """
     label = SUMMARY_LABEL.format(n=fold.size)
     summary: Message = {"role": "user", "content": f"{label}\n{text}"}
-    return [*messages[: fold.start], summary, *messages[fold.end :]]
+    kept = [messages[fold.kept]] if fold.kept is not None else []
+    return [*messages[: fold.start], summary, *kept, *messages[fold.end :]]
 
 
 def survival_loss(messages: Sequence[Any], fold: Fold, text: str, settings: Settings) -> list[str]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import inspect
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib.metadata import entry_points
@@ -112,5 +113,7 @@ def _check_name(name: str) -> None:
 
 
 def _first_line(obj: object) -> str:
+    """The docstring's first line as plain text: ``name`` literals become 'name'."""
     doc = inspect.getdoc(obj) or ""
-    return doc.strip().splitlines()[0] if doc.strip() else ""
+    line = doc.strip().splitlines()[0] if doc.strip() else ""
+    return re.sub(r"``([^`]+)``", r"'\1'", line)

@@ -106,7 +106,7 @@ class Summarize:
     ) -> tuple[str | None, bool]:
         """The checked model summary (None: fall back) and whether it came from the cache."""
         s = ctx.settings
-        folded = messages[fold.start : fold.end]
+        folded = fold.folded(messages)
         model = _model(ctx)
         key = digest(folded, s.summary_mode, model, PROMPT_VERSION, *s.resolved_durable_patterns)
         if key in _cache:
@@ -152,7 +152,7 @@ def summary_request(messages: Messages, fold: Fold, ctx: StrategyContext) -> Mes
     if ctx.settings.summary_mode == "cheap":
         return [
             {"role": "system", "content": SUMMARY_PROMPT.format(items=items)},
-            {"role": "user", "content": transcript_text(messages[fold.start : fold.end])},
+            {"role": "user", "content": transcript_text(fold.folded(messages))},
         ]
     earlier = _frozen(ctx, messages, fold)
     prompt = splice(messages, earlier[0], earlier[1]) if earlier else list(messages)

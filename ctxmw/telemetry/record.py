@@ -43,7 +43,10 @@ class CallRecord:
     Attributes:
         ts: ISO-8601 UTC time the call finished.
         session: the session id (the save_file, or an explicit id).
-        round: the tool-loop round of the call.
+        call: the call's number in its session, from 1 (every call the session's recorder
+            measured, summaries included).
+        round: the round of ctxmw's tool loop the call belongs to (0 for a call without
+            Python tools: each stateless call is its own round 0; ``call`` tells them apart).
         model: the litellm model name as called.
         provider: litellm's provider for the model ('' when unknown).
         cache_rule: the concrete caching rule applied (never ``auto``).
@@ -79,6 +82,7 @@ class CallRecord:
 
     ts: str
     session: str
+    call: int
     round: int
     model: str
     provider: str
@@ -154,9 +158,13 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
     return path.with_name(f"{path.stem if path.suffix else path.name}.ledger.jsonl")
 
 
-def log_record(logger: logging.Logger, record: CallRecord) -> None:
-    """One INFO line: reported against expected cache reads, and the bust if any; then one
-    WARNING line per alert the call fired (``ctxmw <rule> <message>``)."""
+def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
+    """One INFO line: the call, reported against expected cache reads, the session's hit rate so
+    far and the bust if any; then one WARNING line per alert the call fired.
+
+    ``~`` after the prompt marks token figures the provider did not report (a local count:
+    no usage, or a ``mock_response``'s made-up one); ``read=null``: no cache reads reported.
+    """
     bust = record.bust
     cause = ""
     if bust is not None:
@@ -166,21 +174,23 @@ def log_record(logger: logging.Logger, record: CallRecord) -> None:
         if bust["message_index"] is not None:
             cause += f"@{bust['message_index']}"
     logger.info(
-        "ctxmw call session=%s round=%d model=%s prompt=%d%s cache_read=%s expected=%d "
-        "prefix_local=%d rule=%s%s",
+        "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d prefix_local=%d "
+        "hit=%s so far rule=%s%s",
+        record.call,
+        f" round {record.round}" if record.round else "",
         record.session,
-        record.round,
         record.model,
         record.prompt_tokens,
         "~" if record.usage_estimated else "",
         "null" if record.cache_read_tokens is None else record.cache_read_tokens,
         record.expected_cached_tokens,
         record.prefix_tokens_local,
+        "null" if hit_rate is None else f"{hit_rate:.1%}",
         record.cache_rule,
         cause,
     )
     for alert in record.alerts:
-        logger.warning("ctxmw %s %s", alert["rule"], alert["message"])
+        logger.warning("ctxmw alert %s %s", alert["rule"], alert["message"])
 
 
 async def deliver(hooks: Iterable[CallHook], record: CallRecord, logger: logging.Logger) -> None:

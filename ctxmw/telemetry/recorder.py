@@ -44,6 +44,7 @@ from ctxmw.telemetry.bust import (
     shape_to_json,
 )
 from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.default_ledger import ledger_writer
 from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.marks import payload_marks
@@ -54,7 +55,6 @@ from ctxmw.telemetry.record import (
     LedgerWriter,
     deliver,
     ledger_line,
-    ledger_path,
 )
 from ctxmw.telemetry.record import log_record as _log_record
 from ctxmw.telemetry.response import cost_of, provider_of, reply_of
@@ -82,6 +82,9 @@ class CallRecorder:
     Args:
         session: the session id (the save_file path, or an explicit ``session=`` id).
         save_file: when given, records are appended to ``<stem>.ledger.jsonl`` beside it.
+        ledger: without a save_file, a ledger file of its own (the default ledger, see
+            :mod:`ctxmw.telemetry.default_ledger`): owner-only, rotated at the
+            ``ledger_max_bytes`` setting.
         settings: supplies ``cache_rule``, ``prompt_cache_key``, ``otel`` and the ``alert_*``
             rules; defaults to ``Settings()``.
         on_call: hooks called with each record (sync or async); a failing hook is logged.
@@ -96,6 +99,7 @@ class CallRecorder:
         session: str,
         *,
         save_file: str | os.PathLike[str] | None = None,
+        ledger: str | os.PathLike[str] | None = None,
         settings: Settings | None = None,
         on_call: Iterable[CallHook] = (),
         logger: logging.Logger | None = None,
@@ -105,7 +109,7 @@ class CallRecorder:
         self.settings = settings if settings is not None else Settings()
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
-        self.ledger = LedgerWriter(ledger_path(save_file)) if save_file is not None else None
+        self.ledger = ledger_writer(save_file, ledger, self.settings)
         # Tuples, the shared empty one when empty: an empty list is one more tracked object per
         # session for every full gc pass to walk.
         self._held: tuple[bytes, ...] = ()  # ledger lines built by record(hold_ledger=True)
@@ -113,6 +117,8 @@ class CallRecorder:
         self._tracker = PrefixTracker(token_counter, self._digests)
         self._shape: CallShape | PendingShape | None = None  # the previous agent call's
         self._seen = 0
+        self._calls = 0
+        self._hits = (0, 0)  # cache reads and prompt tokens of the calls that reported reads
         self._lock = anyio.Lock(fast_acquire=True)  # uncontended: no extra loop step a call
         self._alerts = AlertState(AlertRules.from_settings(self.settings))
         self._otel: tuple[CallHook, ...] = ()
@@ -130,6 +136,12 @@ class CallRecorder:
     def held_counts(self) -> int:
         """Token counts this recorder memoises per message (bounded by the payload's size)."""
         return self._tracker.held_counts
+
+    @property
+    def hit_rate(self) -> float | None:
+        """The session's cache reads over the prompt tokens of its calls that reported them."""
+        reads, prompt = self._hits
+        return reads / prompt if prompt else None
 
     @property
     def ledger_path(self) -> Path | None:
@@ -195,7 +207,7 @@ class CallRecorder:
                 stream,
                 kind,
             )
-        _log_record(self.logger, record)
+        _log_record(self.logger, record, self.hit_rate)
         if self.hooks or self._otel:
             await deliver([*self.hooks, *self._otel], record, self.logger)
         if self.ledger is not None and hold_ledger:
@@ -227,6 +239,8 @@ class CallRecorder:
             "prefix": self._tracker.export(),
             "shape": None if shape is None else shape_to_json(shape),
             "seen": self._seen,
+            "calls": self._calls,
+            "hits": list(self._hits),
         }
 
     def restore_state(self, data: Mapping[str, Any]) -> None:
@@ -235,6 +249,11 @@ class CallRecorder:
         shape = data.get("shape")
         self._shape = None if shape is None else shape_from_json(shape)
         self._seen = int(data.get("seen", 0))
+        self._calls = int(data.get("calls", 0))
+        hits = data.get("hits")
+        self._hits = (
+            (int(hits[0]), int(hits[1])) if isinstance(hits, list) and len(hits) == 2 else (0, 0)
+        )
 
     async def _build(
         self,
@@ -266,12 +285,16 @@ class CallRecorder:
         )
         prefix, bust = await self._measure(model, messages, tools, kw, rule, provider, shape, side)
         usage = _read(response, stream)
+        if kw.get("mock_response") is not None:  # litellm made this usage up: not reported
+            usage = replace(usage, cache_read_tokens=None, cache_write_tokens=None, estimated=True)
         self._tracker.note_reply(reply_of(response))
+        self._count(usage)
         if not side:
             self._shape = shape
         record = CallRecord(
             ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
             session=self.session,
+            call=self._calls,
             round=round,
             model=model,
             provider=provider,
@@ -327,6 +350,12 @@ class CallRecorder:
             return prefix, await self._bust(shape, prefix)
         finally:  # the call's lookups by object id never outlive it, whatever happened
             self._digests.end_call("side:" if side else "")
+
+    def _count(self, usage: UsageReport) -> None:
+        self._calls += 1
+        if usage.cache_read_tokens is not None and not usage.estimated:
+            reads, prompt = self._hits
+            self._hits = (reads + usage.cache_read_tokens, prompt + usage.prompt_tokens)
 
     def _with_alerts(self, record: CallRecord) -> tuple[CallRecord, bytes]:
         """The record with the alerts it made fire, and its ledger line (empty without one)."""

@@ -1,16 +1,25 @@
-"""``ctxmw stats --html FILE``: one self-contained page to look at a ledger.
+"""``ctxmw stats --html FILE``: one self-contained page that compares sessions.
 
 The page holds its data (one JSON block) and a small script that draws it as inline SVG: it
-loads nothing from anywhere, so it opens offline, from an attachment, years later. Per session:
+loads nothing from anywhere, so it opens offline, from an attachment, years later. It shows:
 
-- prompt tokens per call, with the provider's cache reads (a gap where it reported none: not
-  reported is never drawn as 0);
-- the cached fraction of each prompt, reported (reads over the provider's prompt tokens) beside
-  expected (ctxmw's expectation over its own count): fractions, because the provider and ctxmw
-  may count with different tokenizers;
-- cost per call;
-- epoch boundaries (dashed) and busts (red, labelled with their cause) on every chart, and the
-  alerts the session fired (the rules of :mod:`ctxmw.telemetry.alerts`).
+- the comparison table first: per session and model the figures of ``ctxmw stats`` and
+  ``--json`` (calls, prompt tokens, cache reads, expected reads, hit rate, cost to the cent),
+  with its busts and alerts counted;
+- the cumulative cost (or, unpriced, prompt tokens) of every session on one chart;
+- per session, prompt tokens with the provider's cache reads (a gap where it reported none:
+  not reported is never drawn as 0), and the cached fraction of each prompt, reported beside
+  expected (fractions: the provider and ctxmw may count with different tokenizers). The token
+  charts share one scale (switchable to a scale per session); ticks fall on round numbers;
+- epoch boundaries (dashed) and busts in a strip under each chart, consecutive busts of one
+  cause drawn and labelled once (``shorten_tools x47``), so a session that busts every call
+  stays readable; the alerts each session fired;
+- with replay figures (``ctxmw replay --json`` output that measures references), a chart of the
+  references each strategy list hid.
+
+Every string of the data is escaped for the page: ``<``, ``>`` and ``&`` as ``\\u`` escapes in
+the JSON block (nothing a session id holds, ``<!--<script>`` or ``</script>``, can end or
+re-open a script element), and the script puts text in the page with ``textContent`` only.
 """
 
 from __future__ import annotations
@@ -18,63 +27,140 @@ from __future__ import annotations
 import html
 import json
 import os
-from collections.abc import Mapping, Sequence
+import re
+from collections.abc import Iterator, Mapping, Sequence
 from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 from ctxmw.telemetry.alerts import AlertRules, evaluate
-from ctxmw.telemetry.stats import bust_label, summarise
+from ctxmw.telemetry.stats import bust_label, summarise, summary_rows
 
-__all__ = ["report_data", "report_html", "write_html"]
+__all__ = ["bust_runs", "embed_json", "references_of", "report_data", "report_html", "write_html"]
+
+_REFERENCE_KEYS = ("references_shown", "references_recoverable", "references_gone")
 
 
 def report_data(
-    records: Sequence[Mapping[str, Any]], rules: AlertRules | None = None
+    records: Sequence[Mapping[str, Any]],
+    rules: AlertRules | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
-    """The page's data: one entry per (session, model), its calls, totals and alerts."""
+    """The page's data: the comparison table, one entry per (session, model), references."""
     alerts = evaluate(records, rules)
-    sessions = []
-    for stats in summarise([dict(r) for r in records]):
+    stats = summarise([dict(r) for r in records])
+    table, sessions = summary_rows(stats), []
+    for row in table:
         mine = [
             r
             for r in records
-            if r.get("session") == stats.session and r.get("model") == stats.model
+            if r.get("session") == row["session"] and r.get("model") == row["model"]
         ]
+        fired = [a for a in alerts if a["session"] == row["session"]]
+        row["alerts"], row["bust_calls"] = len(fired), sum(row["busts"].values())
+        calls = [_call(i, r) for i, r in enumerate(mine, start=1)]
         sessions.append(
             {
-                "session": stats.session,
-                "model": stats.model,
-                "calls": [_call(i, r) for i, r in enumerate(mine, start=1)],
-                "hit_rate": stats.hit_rate,
-                "reported_calls": stats.reported_calls,
-                "prompt_tokens": stats.prompt_tokens,
-                "cost_usd": stats.cost_usd,
-                "alerts": [a for a in alerts if a["session"] == stats.session],
+                "session": row["session"],
+                "model": row["model"],
+                "calls": calls,
+                "bust_runs": bust_runs(calls),
+                "alerts": fired,
             }
         )
-    return {"sessions": sessions, "alerts": len(alerts)}
+    return {
+        "table": table,
+        "sessions": sessions,
+        "alerts": len(alerts),
+        "references": references_of(replay),
+    }
 
 
-def report_html(records: Sequence[Mapping[str, Any]], rules: AlertRules | None = None) -> str:
+def report_html(
+    records: Sequence[Mapping[str, Any]],
+    rules: AlertRules | None = None,
+    replay: Mapping[str, Any] | None = None,
+) -> str:
     """The whole page as one string."""
-    data = json.dumps(report_data(records, rules), ensure_ascii=False, allow_nan=False)
+    data = embed_json(report_data(records, rules, replay))
+    title = html.escape(f"ctxmw cache report: {len(records)} calls")
     page = files("ctxmw.telemetry").joinpath("report.html").read_text(encoding="utf-8")
-    # "</" never appears inside the data block, so no value can close the script element.
-    return page.replace("{{DATA}}", data.replace("</", "<\\/")).replace(
-        "{{TITLE}}", html.escape(f"ctxmw cache report: {len(records)} calls")
-    )
+    # One pass: a value holding "{{TITLE}}" is data, never a place to fill.
+    return re.sub(r"\{\{(DATA|TITLE)\}\}", lambda m: data if m[1] == "DATA" else title, page)
 
 
 def write_html(
     records: Sequence[Mapping[str, Any]],
     out: str | os.PathLike[str],
     rules: AlertRules | None = None,
+    replay: Mapping[str, Any] | None = None,
 ) -> Path:
     """Write the page to ``out`` and return its path."""
     path = Path(out)
-    path.write_text(report_html(records, rules), encoding="utf-8")
+    path.write_text(report_html(records, rules, replay), encoding="utf-8")
     return path
+
+
+def embed_json(value: Any) -> str:
+    """JSON safe inside a ``<script>`` element: no ``<``, ``>`` or ``&`` (``\\u`` escapes, which
+    ``JSON.parse`` reads back unchanged), and no raw line or paragraph separator."""
+    text = json.dumps(value, ensure_ascii=False, allow_nan=False)
+    for char, escaped in _ESCAPES:
+        text = text.replace(char, escaped)
+    return text
+
+
+_ESCAPES = (
+    ("<", "\\u003c"),
+    (">", "\\u003e"),
+    ("&", "\\u0026"),
+    ("\u2028", "\\u2028"),
+    ("\u2029", "\\u2029"),
+)
+
+
+def bust_runs(calls: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """Consecutive busts of one cause as one run ``{start, end, label, count}`` (call numbers).
+
+    One call without a bust between two of the same cause joins the run, so a cause that busts
+    every call, or every other one, is one run, not a barcode.
+    """
+    runs: list[dict[str, Any]] = []
+    for call in calls:
+        label = call.get("bust")
+        if label is None:
+            continue
+        last = runs[-1] if runs else None
+        if last is not None and last["label"] == label and call["n"] - last["end"] <= 2:
+            last["end"], last["count"] = call["n"], last["count"] + 1
+        else:
+            runs.append({"start": call["n"], "end": call["n"], "label": label, "count": 1})
+    return runs
+
+
+def references_of(replay: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Per strategy list, the references a replay measured: shown, recoverable, gone.
+
+    Empty when there is no replay or it measured no references (an older replay's output).
+    """
+    strategies = replay.get("strategies") if isinstance(replay, Mapping) else None
+    if not isinstance(strategies, Mapping):
+        return []
+    return list(_references(strategies))
+
+
+def _references(strategies: Mapping[str, Any]) -> Iterator[dict[str, Any]]:
+    for name, entry in strategies.items():
+        if not isinstance(entry, Mapping) or not all(
+            isinstance(entry.get(key), int) for key in _REFERENCE_KEYS
+        ):
+            continue
+        yield {
+            "name": str(name),
+            "shown": entry["references_shown"],
+            "recoverable": entry["references_recoverable"],
+            "gone": entry["references_gone"],
+        }
 
 
 def _call(n: int, record: Mapping[str, Any]) -> dict[str, Any]:

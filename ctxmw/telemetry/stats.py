@@ -9,6 +9,7 @@ import json
 import logging
 import math
 import os
+import textwrap
 from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
@@ -20,14 +21,22 @@ from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.telemetry.plot import pyplot
 
 __all__ = [
+    "TABLE_WIDTH",
     "SessionStats",
     "bust_label",
     "expected_on_provider_scale",
     "format_table",
     "load_ledgers",
+    "money",
     "plot_ledger",
+    "short",
     "summarise",
+    "summary_rows",
 ]
+
+TABLE_WIDTH = 120
+"""Terminal tables fit this many columns: long session ids and model names are shortened in the
+middle (``…``), bust lists wrapped."""
 
 logger = logging.getLogger("ctxmw")
 
@@ -124,17 +133,62 @@ def summarise(records: Iterable[dict[str, Any]]) -> list[SessionStats]:
     return list(table.values())
 
 
-def format_table(stats: Sequence[SessionStats]) -> str:
-    """A plain-text table of ``stats``, then one line per session listing its busts."""
+def summary_rows(stats: Sequence[SessionStats]) -> list[dict[str, Any]]:
+    """The table's figures as JSON-ready rows: what ``ctxmw stats --json`` prints and the HTML
+    report's comparison table shows (money in USD, unrounded; ``None`` where not reported)."""
+    return [
+        {
+            "session": s.session,
+            "model": s.model,
+            "calls": s.calls,
+            "prompt_tokens": s.prompt_tokens,
+            "cache_read_tokens": s.cache_read_tokens,
+            "expected_cached_tokens": s.expected_cached_tokens,
+            "hit_rate": s.hit_rate,
+            "cost_usd": s.cost_usd,
+            "reported_calls": s.reported_calls,
+            "busts": dict(s.busts.most_common()),
+        }
+        for s in stats
+    ]
+
+
+def format_table(stats: Sequence[SessionStats], width: int = TABLE_WIDTH) -> str:
+    """A plain-text table of ``stats`` in ``width`` columns, then each session's busts."""
     head = ("session", "model", "calls", "prompt", "read", "expected", "hit", "cost_usd")
-    rows = [head] + [_row(s) for s in stats]
+    rows = [head, *(_row(s) for s in stats)]
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    widths[0], widths[1] = _fit(widths[0], widths[1], width - sum(widths[2:]) - 2 * 7)
+    lines = [
+        "  ".join(_cell(c, w, i) for i, (c, w) in enumerate(zip(row, widths, strict=True)))
+        for row in rows
+    ]
     for s in stats:
         if s.busts:
             causes = ", ".join(f"{label} x{n}" for label, n in s.busts.most_common())
-            lines.append(f"busts {s.session} {s.model}: {causes}")
+            text = f"busts {s.session} {s.model}: {causes}"
+            lines += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
     return "\n".join(line.rstrip() for line in lines)
+
+
+def short(text: str, width: int) -> str:
+    """``text`` in at most ``width`` characters: its start and its end, ``…`` between."""
+    if len(text) <= width:
+        return text
+    end = (width - 1) * 3 // 5  # the end tells most apart: a file name, a process tag
+    return text[: width - 1 - end] + "…" + text[len(text) - end :]
+
+
+def _fit(session: int, model: int, room: int) -> tuple[int, int]:
+    if session + model + 2 <= room:
+        return session, model
+    model = min(model, max(16, room // 3))
+    return max(16, room - model - 2), model
+
+
+def _cell(text: str, width: int, column: int) -> str:
+    text = short(text, width) if column < 2 else text
+    return text.ljust(width) if column < 2 else text.rjust(width)
 
 
 def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) -> Path:
@@ -186,17 +240,23 @@ def _nan(value: Any) -> float:
 
 
 def _row(s: SessionStats) -> tuple[str, ...]:
-    cost = "-" if s.cost_usd is None else f"{s.cost_usd:.4f}"
     return (
         s.session,
         s.model,
-        str(s.calls),
-        str(s.prompt_tokens),
-        "null" if s.cache_read_tokens is None else str(s.cache_read_tokens),
-        str(s.expected_cached_tokens),
+        f"{s.calls:,}",
+        f"{s.prompt_tokens:,}",
+        "null" if s.cache_read_tokens is None else f"{s.cache_read_tokens:,}",
+        f"{s.expected_cached_tokens:,}",
         "null" if s.hit_rate is None else f"{s.hit_rate:.1%}",
-        cost,
+        money(s.cost_usd),
     )
+
+
+def money(usd: float | None) -> str:
+    """Dollars to the cent (``-`` when not priced, ``<0.01`` for a fraction of a cent)."""
+    if usd is None:
+        return "-"
+    return "<0.01" if 0 < usd < 0.005 else f"{usd:,.2f}"
 
 
 def bust_label(bust: dict[str, Any]) -> str:
