@@ -46,6 +46,12 @@ PROMISES = {
         "set aside, still in the file: ['user', 'assistant']",
     ],
     "replay_loss.py": ["88 calls, 159 references", "default ", "the prompt before message"],
+    "sync_completion.py": [
+        "ctxmw.completion: 12 apples. model calls: 2",
+        "sync agent: 61 model calls, every prompt valid: True",
+        "one transcript: 122 messages; ledger: 61 calls",
+        "from inside a running loop: A worker restarted; no data lost.",
+    ],
     "frameworks_openai_agents.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
