@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxmw.demo.scripted import ScriptedProvider
 from tests._frameworks import (
     MODEL,
     assert_faithful,
+    assert_one_transcript_that_replays,
     assert_two_agents_run_concurrently,
     calls_through,
     scripted_provider,
 )
+from tests._long_run import CALLS, audit, big_result, ledger_lines
 
 adk_agents = pytest.importorskip("google.adk.agents")
 adk_lite_llm = pytest.importorskip("google.adk.models.lite_llm")
@@ -31,15 +35,18 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def make_runner(base: str, save_file: Path, name: str = "calc") -> Any:
+def make_runner(
+    base: str, save_file: Path, name: str = "calc", tools: Any = (add,), **options: Any
+) -> Any:
+    options = {"save_file": str(save_file), "prompt_strategies": ["none"], **options}
     model = adk_lite_llm.LiteLlm(
         model=MODEL,
         api_base=base,
         api_key="scripted",
         # ctxmw's options travel in litellm's metadata, which LiteLlm passes through.
-        metadata={"ctxmw": {"save_file": str(save_file), "prompt_strategies": ["none"]}},
+        metadata={"ctxmw": options},
     )
-    agent = adk_agents.LlmAgent(name=name, model=model, instruction="Be brief.", tools=[add])
+    agent = adk_agents.LlmAgent(name=name, model=model, instruction="Be brief.", tools=list(tools))
     return adk_runners.InMemoryRunner(agent=agent, app_name=name)
 
 
@@ -106,3 +113,24 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
         return await ask(runner, await new_session(runner), f"{name}: add")
 
     await assert_two_agents_run_concurrently(tmp_path, run, ANSWER)
+
+
+@pytest.mark.slow
+async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    counter = itertools.count(1)
+
+    def read_log(path: str) -> str:
+        """Read a log file."""
+        return big_result(next(counter))
+
+    async with scripted_provider(ScriptedProvider(tool_rounds=CALLS - 1)) as (server, base):
+        runner = make_runner(base, save_file, tools=[read_log], prompt_strategies=None)
+        with calls_through() as passed:
+            await ask(runner, await new_session(runner), "Find the error in the logs.")
+    found = audit(server.prompts, passed)
+    print(found.line("google-adk"))
+    assert (found.calls, found.invalid, found.duplicates, found.resent) == (CALLS, 0, 0, 0)
+    assert found.reduction >= 0.6
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+    assert len(ledger_lines(save_file)) == CALLS

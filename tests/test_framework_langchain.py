@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxmw.demo.scripted import ScriptedProvider
 from tests._frameworks import (
     MODEL,
     assert_faithful,
+    assert_one_transcript_that_replays,
     assert_two_agents_run_concurrently,
     calls_through,
     scripted_provider,
 )
+from tests._long_run import CALLS, audit, big_result, ledger_lines
 
 chat_litellm = pytest.importorskip("langchain_litellm")
 lc_messages = pytest.importorskip("langchain_core.messages")
@@ -28,20 +32,21 @@ def add(a: int, b: int) -> int:
     return a + b
 
 
-def make_model(base: str, save_file: Path) -> Any:
+def make_model(base: str, save_file: Path, tool: Any = add, **options: Any) -> Any:
+    options = {"save_file": str(save_file), "prompt_strategies": ["none"], **options}
     model = chat_litellm.ChatLiteLLM(
         model=MODEL,
         api_base=base,
         api_key="scripted",
         max_retries=0,
-        model_kwargs={
-            "metadata": {"ctxmw": {"save_file": str(save_file), "prompt_strategies": ["none"]}}
-        },
+        model_kwargs={"metadata": {"ctxmw": options}},
     )
-    return model.bind_tools([add])
+    return model.bind_tools([tool])
 
 
-async def agent_turn(model: Any, history: list[Any], streaming: bool = False) -> str:
+async def agent_turn(
+    model: Any, history: list[Any], streaming: bool = False, tool: Any = add
+) -> str:
     """A minimal tool loop, as LangChain users write one: call, run the tools, call again."""
     while True:
         if streaming:
@@ -54,7 +59,7 @@ async def agent_turn(model: Any, history: list[Any], streaming: bool = False) ->
         if not reply.tool_calls:
             return str(reply.content)
         for call in reply.tool_calls:
-            result = add.invoke(call["args"])
+            result = tool.invoke(call["args"])
             history.append(lc_messages.ToolMessage(content=str(result), tool_call_id=call["id"]))
 
 
@@ -108,3 +113,25 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
         return await agent_turn(make_model(base, save_file), start(f"{name}: add"))
 
     await assert_two_agents_run_concurrently(tmp_path, run, "Done: 4")
+
+
+@pytest.mark.slow
+async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    counter = itertools.count(1)
+
+    @lc_tools.tool
+    def read_log(path: str) -> str:
+        """Read a log file."""
+        return big_result(next(counter))
+
+    async with scripted_provider(ScriptedProvider(tool_rounds=CALLS - 1)) as (server, base):
+        model = make_model(base, save_file, read_log, prompt_strategies=None)
+        with calls_through() as passed:
+            await agent_turn(model, start("Find the error in the logs."), tool=read_log)
+    found = audit(server.prompts, passed)
+    print(found.line("langchain"))
+    assert (found.calls, found.invalid, found.duplicates, found.resent) == (CALLS, 0, 0, 0)
+    assert found.reduction >= 0.6
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+    assert len(ledger_lines(save_file)) == CALLS

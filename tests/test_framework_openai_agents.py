@@ -2,18 +2,22 @@
 
 from __future__ import annotations
 
+import itertools
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ctxmw.demo.scripted import ScriptedProvider
 from tests._frameworks import (
     MODEL,
     assert_faithful,
+    assert_one_transcript_that_replays,
     assert_two_agents_run_concurrently,
     calls_through,
     scripted_provider,
 )
+from tests._long_run import CALLS, audit, big_result, ledger_lines
 
 agents = pytest.importorskip("agents")
 litellm_model = pytest.importorskip("agents.extensions.models.litellm_model")
@@ -32,13 +36,14 @@ def _no_tracing() -> None:
     agents.set_tracing_disabled(True)  # traces would be exported to OpenAI's servers
 
 
-def make_agent(base: str, save_file: Path, name: str = "calc") -> Any:
+def make_agent(
+    base: str, save_file: Path, name: str = "calc", tools: Any = (add,), **options: Any
+) -> Any:
     model = litellm_model.LitellmModel(model=MODEL, base_url=base, api_key="scripted")
-    settings = agents.ModelSettings(
-        extra_args={"save_file": str(save_file), "prompt_strategies": ["none"]}
-    )
+    options = {"save_file": str(save_file), "prompt_strategies": ["none"], **options}
+    settings = agents.ModelSettings(extra_args=options)
     return agents.Agent(
-        name=name, instructions="Be brief.", model=model, tools=[add], model_settings=settings
+        name=name, instructions="Be brief.", model=model, tools=list(tools), model_settings=settings
     )
 
 
@@ -93,3 +98,25 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
         return str((await agents.Runner.run(agent, f"{name}: add 2 and 2.")).final_output)
 
     await assert_two_agents_run_concurrently(tmp_path, run, "Done: 4")
+
+
+@pytest.mark.slow
+async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
+    save_file = tmp_path / "agent.jsonl"
+    counter = itertools.count(1)
+
+    @agents.function_tool
+    def read_log(path: str) -> str:
+        """Read a log file."""
+        return big_result(next(counter))
+
+    async with scripted_provider(ScriptedProvider(tool_rounds=CALLS - 1)) as (server, base):
+        agent = make_agent(base, save_file, tools=[read_log], prompt_strategies=None)
+        with calls_through() as passed:
+            await agents.Runner.run(agent, "Find the error in the logs.", max_turns=CALLS + 1)
+    found = audit(server.prompts, passed)
+    print(found.line("openai-agents"))
+    assert (found.calls, found.invalid, found.duplicates, found.resent) == (CALLS, 0, 0, 0)
+    assert found.reduction >= 0.6
+    await assert_one_transcript_that_replays(save_file, passed[-1])
+    assert len(ledger_lines(save_file)) == CALLS
