@@ -30,12 +30,13 @@ from typing import Any
 import anyio
 from anyio import to_thread
 
-from ctxmw._litellm import message_dicts
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
 from ctxmw.messages._incremental import common_prefix
+from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
+from ctxmw.runtime.revisions import Plan, plan_history
 from ctxmw.runtime.transcript import TranscriptFile, encode_lines
 from ctxmw.runtime.turn import Turn
 from ctxmw.strategies.inbox import list_for_delivery
@@ -169,7 +170,20 @@ class Record:
             return list(messages)
         return last[0]
 
-    def given(self, history: Sequence[Any]) -> tuple[Messages, int]:
+    def plan(self, history: Sequence[Any]) -> Plan:
+        """How a stateless caller's ``history`` lines up with the record: what is unchanged,
+        what is new, and the edit when the caller rewrote it (see
+        :func:`~ctxmw.runtime.revisions.plan_history`)."""
+        self.last = None  # a stateless turn's list holds the caller's objects: never reused
+        given, same = self._given(history)
+        plan = plan_history(
+            self.messages, self.ours, given, hint=self.hint, keys=self.keys, same=same
+        )
+        if plan.edit is not None:
+            self._forget_keys(given)
+        return plan
+
+    def _given(self, history: Sequence[Any]) -> tuple[Messages, int]:
         """A stateless caller's messages as dicts, and how many lead with the previous call's.
 
         One comparison finds the messages the previous call already converted and lined up (the
@@ -184,7 +198,7 @@ class Record:
         given += message_dicts(history[same:])
         return given, same
 
-    def forget_keys(self, given: Messages) -> None:
+    def _forget_keys(self, given: Messages) -> None:
         """Keep the normal keys of live messages only (the record's and the caller's)."""
         if len(self.keys) > 2 * (len(self.messages) + len(given)):
             live = {id(m) for m in (*self.messages, *given)}

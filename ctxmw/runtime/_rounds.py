@@ -23,10 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ctxmw._litellm import CompletionFn, default_completion, response_message
+from ctxmw._litellm import CompletionFn, default_completion
 from ctxmw.errors import MaxRoundsExceeded
 from ctxmw.messages._incremental import GROWN_SLOT
-from ctxmw.messages.form import call_name, tool_calls_of
+from ctxmw.messages.form import call_name, response_message, tool_calls_of
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet

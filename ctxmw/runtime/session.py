@@ -22,17 +22,8 @@ Decisions the specification leaves open:
   same save_file, written with the turn's first round (a failed call records nothing). Only the
   tool rounds this loop ran for such a caller are marked as ctxmw's in the file (a stateful
   session's file stays plain messages).
-* Inbox notes (``ctx.stats["inbox"]["delivered"]``): see :mod:`ctxmw.runtime.turn`. With
-  ``inbox_persist`` they are written before the assistant message that answered them; otherwise
-  they stay in the turn's working transcript, where they were delivered, until the turn ends.
-  Notes carried by a call that raised are kept and delivered again (at the end of the next
-  attempt's input) by this session. The real inbox's files stay claimed meanwhile and move to
-  the removed folder only once the round that carried them is committed; a call that fails,
-  is cancelled or whose stream breaks puts them back into the inbox (see
-  :mod:`ctxmw.runtime._notes`), and :meth:`Session.aclose` gives back those still pending.
-* A retried ``ask()`` of a turn that failed after committing a tool round (the transcript ends
-  with that user message and its unanswered tool loop) continues that turn instead of writing
-  the user message twice.
+* Inbox notes: see :mod:`ctxmw.runtime.turn`; a retried ``ask()`` of an interrupted turn:
+  :func:`~ctxmw.runtime.turn.retries_interrupted_turn`.
 """
 
 from __future__ import annotations
@@ -47,9 +38,9 @@ from uuid import uuid4
 
 import anyio
 
-from ctxmw._litellm import CompletionFn, message_dict, response_message, stream_chunk_builder
+from ctxmw._litellm import CompletionFn, stream_chunk_builder
 from ctxmw.errors import UsageError
-from ctxmw.messages.normal import same_message
+from ctxmw.messages.form import message_dict, response_message
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime._open_round import set_aside_unanswered
 from ctxmw.runtime._record import Record, flush_ledger
@@ -57,10 +48,9 @@ from ctxmw.runtime._rounds import ToolLoop
 from ctxmw.runtime.conversations import Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
-from ctxmw.runtime.revisions import plan_history
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_schema import ToolSet
-from ctxmw.runtime.turn import Turn
+from ctxmw.runtime.turn import Turn, retries_interrupted_turn, run_input
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import resolve_strategies
 from ctxmw.strategies.inbox import inbox
@@ -256,9 +246,9 @@ class Session(ToolLoop):
             given = [message_dict(m) for m in messages]
             answers = [*self._unsent, *given]
             committed = set_aside_unanswered(turn, self._record.messages, answers, self.save_file)
-            if _retries_interrupted_turn(committed, given):
+            if retries_interrupted_turn(committed, given):
                 given = []
-            staged = _after_unsent(self._unsent, given)
+            staged = run_input(self._unsent, given)
             turn.stage(staged)
             self._unsent = ()
             try:
@@ -372,14 +362,7 @@ class Session(ToolLoop):
             working = self._working()
             self._record.last = (working, self._record.messages)
             return self._start_turn(working)
-        record = self._record
-        record.last = None  # a stateless turn's list holds the caller's objects: never reused
-        given, same = record.given(history)
-        plan = plan_history(
-            record.messages, record.ours, given, hint=record.hint, keys=record.keys, same=same
-        )
-        if plan.edit is not None:
-            record.forget_keys(given)
+        plan = self._record.plan(history)
         turn = self._start_turn(plan.conversation[: len(plan.conversation) - len(plan.appended)])
         turn.edit, turn.stateless = plan.edit, True
         # A system message staged ahead of the caller's would shift the record's positions.
@@ -407,31 +390,6 @@ class Session(ToolLoop):
             await self._record.write_out(
                 turn, self._notes, ledger, last=last, lists=self._lists_inbox
             )
-
-
-def _after_unsent(unsent: Sequence[Message], given: Messages) -> Messages:
-    """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
-    retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
-    return given if retry or not unsent else [*unsent, *given]
-
-
-def _retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
-    """Whether ``given`` is the user message of the turn the transcript ends with, unfinished.
-
-    A turn that failed after committing a tool round leaves its user message followed by tool
-    rounds and no answer; asking the same again is a retry of that turn, not a new question.
-    """
-    if len(given) != 1 or given[0].get("role") != "user" or not committed:
-        return False
-    if committed[-1].get("role") != "tool":
-        return False
-    for message in reversed(committed):
-        role = message.get("role")
-        if role == "user":
-            return same_message(message, given[0])
-        if role != "tool" and not (role == "assistant" and message.get("tool_calls")):
-            return False  # an answer or a system message: the turn had finished
-    return False
 
 
 def _check_rounds(max_rounds: int | None, settings: Settings) -> int:

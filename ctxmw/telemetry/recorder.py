@@ -103,8 +103,6 @@ class CallRecorder:
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
         self.ledger = ledger_writer(save_file, ledger, self.settings)
-        # Tuples, the shared empty one when empty: an empty list is one more tracked object per
-        # session for every full gc pass to walk.
         self._held: tuple[bytes, ...] = ()  # ledger lines built by record(hold_ledger=True)
         self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
