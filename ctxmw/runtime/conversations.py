@@ -33,6 +33,7 @@ from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
 from ctxmw.telemetry.recorder import CallRecorder
@@ -41,7 +42,6 @@ __all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Conversation", "Conversations
 
 MAX_CONVERSATIONS = 1024
 MAX_HELD_BYTES = 64 * 1024 * 1024
-_BYTES_PER_TOKEN = 4
 
 
 @dataclass(slots=True, eq=False)
@@ -74,7 +74,7 @@ class Conversation:
         """About how many bytes this conversation keeps alive."""
         held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
         if self.recorder is not None:
-            held += self.recorder.held_tokens * _BYTES_PER_TOKEN
+            held += self.recorder.held_tokens * CHARS_PER_TOKEN
         if self.transcript is not None and self.transcript.file is not None:
             held += self.transcript.file.size
         return held

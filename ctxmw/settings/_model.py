@@ -9,9 +9,9 @@ from typing import Annotated, Any, Literal
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+import ctxmw.settings._checks as _checks
 from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
-from ctxmw.settings import _checks
 from ctxmw.settings._checks import CACHE_RULES, ENV_PREFIX
 
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
