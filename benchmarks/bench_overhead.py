@@ -613,8 +613,9 @@ def compare(base: str, calls: int) -> None:
                 capture_output=True,
                 text=True,
             )
-            print(f"[{label}] " + done.stdout.replace("\n", f"\n[{label}] ").rstrip("[] \n"))
-            found[tree] += json.loads(done.stdout.strip().splitlines()[-1])
+            *text, data = done.stdout.strip().splitlines()
+            print("\n".join(f"[{label}] {row}" for row in text), flush=True)
+            found[tree] += json.loads(data)
     print("\nthis tree over the base, ctxmw's medians per call (wall, loop CPU, process CPU):")
     for old, new in zip(found[base], found[here], strict=True):
         ratios = " ".join(f"{a / b:.2f}x" for a, b in zip(new["ours"], old["ours"], strict=True))

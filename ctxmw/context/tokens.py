@@ -68,10 +68,8 @@ class TokenCounter(Protocol):
 def _counter_for(model: str, text_tokens: Callable[[str], int] | None) -> _litellm.MessageCount:
     """litellm's per-model setup (tokenizer, framing constants), made once per process.
 
-    It cost more than counting a short message when ``token_counter`` redid it per message; made
-    once per counter it cost every session its own closures (a thousand sessions in one process
-    kept a thousand copies for the collector to walk). Keyed by model and counting function,
-    bounded: nothing of a conversation is kept.
+    Shared by every counter of the process, keyed by model and counting function, bounded:
+    nothing of a conversation is kept.
     """
     return _litellm.message_counter(model, text_tokens)
 

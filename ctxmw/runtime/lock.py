@@ -54,8 +54,6 @@ class SaveFileLock:
 
     def __init__(self, save_file: Path) -> None:
         self.save_file = save_file
-        # A string while the turn holds the lock: a path is two tracked objects that every
-        # full gc pass walks, once per call in flight.
         self._path = str(lock_path(save_file))
         self.held = False
         self._fd: int | None = None

@@ -56,8 +56,7 @@ class Turn:
     working: Messages
     persist_notes: bool = False
     unwritten: Messages = field(default_factory=list)
-    # These two are the shared empty tuple while empty (most turns): an empty list or set is
-    # one more tracked object per call in flight for every full gc pass to walk.
+    # Empty (most turns): the empty tuple; replaced, never appended to, when notes arrive.
     unconfirmed: Sequence[Message] = ()
     stream_call: Any = None
     edit: Edit | None = None

@@ -213,9 +213,8 @@ class LedgerWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        # A string, and the lock made by the first write of its own: a session's lines go out
-        # in the runtime's trip (append_now), and every object kept here is walked by each full
-        # gc pass, once per session alive.
+        # The lock is made by the first write of its own: a session's lines go out in the
+        # runtime's trip (append_now), which needs none.
         self._path = str(Path(path))
         self._lock: anyio.Lock | None = None
 

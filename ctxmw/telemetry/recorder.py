@@ -389,8 +389,8 @@ def _as_list(messages: object) -> list[Any]:
 
 @dataclass(slots=True)
 class _HeldLines:
-    """:meth:`CallRecorder.take_held`'s job: one tracked object where a ``functools.partial``
-    of a bound method is three, held by a call waiting for its commit's worker thread."""
+    """:meth:`CallRecorder.take_held`'s job: the held lines, appended to the ledger in the
+    commit's worker thread."""
 
     ledger: LedgerWriter
     data: bytes
