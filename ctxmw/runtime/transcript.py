@@ -1,7 +1,7 @@
 """The save_file: a JSON Lines transcript, full fidelity, with every revision of a conversation.
 
-The line format (stable, documented in the README) is in :mod:`ctxmw.runtime.revisions`: message
-lines append to the current revision; ``edit`` records start a new one when a stateless caller
+The line format (stable, documented in ``docs/sessions.md``) is in
+:mod:`ctxmw.runtime.revisions`: message lines append to the current revision; ``edit`` records start a new one when a stateless caller
 changed its history; ``tool_loop`` records mark the rounds ctxmw's own loop ran. One file holds a
 conversation whatever its caller does; earlier revisions stay readable (``ctxmw show
 --revisions``).
