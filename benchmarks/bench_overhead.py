@@ -149,10 +149,15 @@ class TelemetryClock:
             try:
                 return await cls._record(self, **kwargs)
             finally:
-                cls.spent += time.perf_counter() - t0
-                cls.spent_cpu += time.thread_time() - c0
+                cls.add(t0, c0)
 
         CallRecorder.record = timed  # type: ignore[method-assign]
+
+    @classmethod
+    def add(cls, t0: float, c0: float) -> None:
+        """Add the time since ``t0`` (wall) and ``c0`` (this thread's CPU)."""
+        cls.spent += time.perf_counter() - t0
+        cls.spent_cpu += time.thread_time() - c0
 
     @classmethod
     def take(cls) -> tuple[float, float]:
@@ -160,7 +165,7 @@ class TelemetryClock:
         return spent
 
 
-class AppendClock:
+class AppendClock(TelemetryClock):
     """The durable append (``TranscriptFile.write_now``: write + fsync, in a worker thread),
     summed: wall time and that thread's CPU time. Part 1 reports ctxmw's CPU without it, and it
     beside, on its own."""
@@ -176,15 +181,9 @@ class AppendClock:
             try:
                 cls._write(self, data)
             finally:
-                cls.spent += time.perf_counter() - t0
-                cls.spent_cpu += time.thread_time() - c0
+                cls.add(t0, c0)
 
         TranscriptFile.write_now = timed  # type: ignore[method-assign]
-
-    @classmethod
-    def take(cls) -> tuple[float, float]:
-        spent, cls.spent, cls.spent_cpu = (cls.spent, cls.spent_cpu), 0.0, 0.0
-        return spent
 
 
 class Trips:
