@@ -60,7 +60,14 @@ sessions then spend most of their time awaiting the model and the ticker measure
 Beside the stall each pass prints the loop's busy share (the time spent running loop steps over
 the pass's wall time).
 
-``--part 1`` or ``--part 2`` runs one part only.
+``--part 1`` or ``--part 2`` runs one part only. ``--compare TREE`` runs part 1 on another
+checkout (a git worktree of an earlier commit) and on this one, one size at a time, alternating,
+each in a process of its own, and prints this tree's figures over that one's.
+
+Part 1 also prints the per-call goal: ctxmw's process CPU per call without the one durable
+append (``TranscriptFile.write_now``: the write and the fsync, timed on its own beside it) over
+litellm's own client process CPU for the same prompt; the goal is at most 0.10x at 2,000 and
+10,000 messages, on both paths.
 """
 
 from __future__ import annotations
@@ -71,8 +78,10 @@ import asyncio.base_events
 import gc
 import json
 import logging
+import os
 import random
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -80,16 +89,20 @@ import tracemalloc
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# --compare runs this script again on another tree: BENCH_OVERHEAD_TREE names the tree imported.
+sys.path.insert(
+    0, os.environ.get("BENCH_OVERHEAD_TREE") or str(Path(__file__).resolve().parents[1])
+)
 
 from _agent import round_of, transcript
 
 import ctxmw  # ctxmw first: it keeps litellm offline
 from ctxmw import testing
+from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.recorder import CallRecorder
 
 MODEL = "openai/gpt-4o-mini"
-SIZES = (100, 2_000, 10_000)
+SIZES: tuple[int, ...] = (100, 2_000, 10_000)
 
 
 class Instant:
@@ -136,15 +149,41 @@ class TelemetryClock:
             try:
                 return await cls._record(self, **kwargs)
             finally:
-                cls.spent += time.perf_counter() - t0
-                cls.spent_cpu += time.thread_time() - c0
+                cls.add(t0, c0)
 
         CallRecorder.record = timed  # type: ignore[method-assign]
+
+    @classmethod
+    def add(cls, t0: float, c0: float) -> None:
+        """Add the time since ``t0`` (wall) and ``c0`` (this thread's CPU)."""
+        cls.spent += time.perf_counter() - t0
+        cls.spent_cpu += time.thread_time() - c0
 
     @classmethod
     def take(cls) -> tuple[float, float]:
         spent, cls.spent, cls.spent_cpu = (cls.spent, cls.spent_cpu), 0.0, 0.0
         return spent
+
+
+class AppendClock(TelemetryClock):
+    """The durable append (``TranscriptFile.write_now``: write + fsync, in a worker thread),
+    summed: wall time and that thread's CPU time. Part 1 reports ctxmw's CPU without it, and it
+    beside, on its own."""
+
+    spent = 0.0
+    spent_cpu = 0.0
+    _write = TranscriptFile.write_now
+
+    @classmethod
+    def install(cls) -> None:
+        def timed(self: TranscriptFile, data: bytes) -> None:
+            t0, c0 = time.perf_counter(), time.thread_time()
+            try:
+                cls._write(self, data)
+            finally:
+                cls.add(t0, c0)
+
+        TranscriptFile.write_now = timed  # type: ignore[method-assign]
 
 
 class Trips:
@@ -229,6 +268,7 @@ class Timing:
         self.ours: list[Sample] = []
         self.tele: list[tuple[float, float]] = []
         self.trips: list[int] = []
+        self.append: list[tuple[float, float]] = []
         self.prompts: list[list[Any]] = []
         self.theirs: list[Sample] = []
 
@@ -236,6 +276,7 @@ class Timing:
         self.ours.append(sample)
         self.tele.append(TelemetryClock.take())
         self.trips.append(Trips.take())
+        self.append.append(AppendClock.take())
         self.prompts.append(prompt)
 
     async def litellm(self) -> Timing:
@@ -251,6 +292,12 @@ class Timing:
         theirs = [statistics.median(x) for x in zip(*self.theirs, strict=True)]
         tele = [statistics.median(x) for x in zip(*self.tele, strict=True)]
         return ours, theirs, tele, statistics.median(self.trips)
+
+    def without_append(self) -> tuple[float, float, float]:
+        """Medians of ctxmw's process CPU without the append's, the append's wall and CPU."""
+        own = [s[2] - a[1] for s, a in zip(self.ours, self.append, strict=True)]
+        wall, cpu = zip(*self.append, strict=True)
+        return statistics.median(own), statistics.median(wall), statistics.median(cpu)
 
 
 async def stateless(n: int, calls: int, folder: Path) -> Timing:
@@ -270,6 +317,7 @@ async def stateless(n: int, calls: int, folder: Path) -> Timing:
         else:  # the first call at a size indexes the history: not a warm call
             TelemetryClock.take()
             Trips.take()
+            AppendClock.take()
     return await timing.litellm()
 
 
@@ -288,10 +336,11 @@ async def session_path(n: int, calls: int, folder: Path) -> Timing:
         else:  # the first call at a size indexes the history: not a warm call
             TelemetryClock.take()
             Trips.take()
+            AppendClock.take()
     return await timing.litellm()
 
 
-async def part1(calls: int) -> None:
+async def part1(calls: int, rows: list[dict[str, Any]] | None = None) -> None:
     print(
         f"per call, median of {calls} warm calls: wall, loop-thread CPU, process CPU "
         "(ms; ctxmw | litellm | ctxmw/litellm)"
@@ -304,6 +353,7 @@ async def part1(calls: int) -> None:
     )
     TelemetryClock.install()
     Trips.install()
+    AppendClock.install()
     await litellm_call([{"role": "user", "content": "warm-up"}])
     with tempfile.TemporaryDirectory() as tmp:
         for n in SIZES:
@@ -318,6 +368,16 @@ async def part1(calls: int) -> None:
                     f"{tele[1] * 1e3:>6.2f} ms {tele[0] / theirs[0]:>11.3f}x {trips:>5.0f}",
                     flush=True,
                 )
+                own, append_wall, append_cpu = timing.without_append()
+                print(
+                    f"{'':>8} {'':>9}   per-call goal: ctxmw process CPU without the append "
+                    f"{own * 1e3:.2f} ms = {own / theirs[2]:.3f}x litellm's {theirs[2] * 1e3:.2f} "
+                    f"ms (goal <= 0.10x); the append alone: {append_wall * 1e3:.2f} ms wall, "
+                    f"{append_cpu * 1e3:.2f} ms CPU",
+                    flush=True,
+                )
+                if rows is not None:
+                    rows.append({"n": n, "path": name, "ours": ours, "theirs": theirs, "own": own})
 
 
 class GcWatch:
@@ -534,10 +594,50 @@ async def part2(
             gc.unfreeze()
 
 
+def compare(base: str, calls: int) -> None:
+    """Part 1 on ``base`` and on this tree, one size at a time, each in a process of its own
+    (alternating which runs first), then ctxmw's figures of this tree over the base's."""
+    here = str(Path(__file__).resolve().parents[1])
+    found: dict[str, list[dict[str, Any]]] = {base: [], here: []}
+    for i, n in enumerate(SIZES):
+        for tree in (base, here) if i % 2 == 0 else (here, base):
+            label = "base" if tree == base else "this tree"
+            print(f"--- {label} ({tree}), {n} messages", file=sys.stderr, flush=True)
+            env = {**os.environ, "BENCH_OVERHEAD_TREE": tree}
+            argv = [sys.executable, __file__, "--part", "1", "--calls", str(calls)]
+            done = subprocess.run(
+                [*argv, "--sizes", str(n), "--json"],
+                env=env,
+                check=True,
+                capture_output=True,
+                text=True,
+            )
+            *text, data = done.stdout.strip().splitlines()
+            print("\n".join(f"[{label}] {row}" for row in text), flush=True)
+            found[tree] += json.loads(data)
+    print("\nthis tree over the base, ctxmw's medians per call (wall, loop CPU, process CPU):")
+    for old, new in zip(found[base], found[here], strict=True):
+        ratios = " ".join(f"{a / b:.2f}x" for a, b in zip(new["ours"], old["ours"], strict=True))
+        print(
+            f"{new['n']:>8} {new['path']:>9}: {ratios}; over litellm's process CPU: base "
+            f"{old['ours'][2] / old['theirs'][2]:.3f}x, this tree "
+            f"{new['ours'][2] / new['theirs'][2]:.3f}x",
+            flush=True,
+        )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="smaller sizes, for a smoke run")
     parser.add_argument("--calls", type=int, default=10)
+    parser.add_argument(
+        "--compare",
+        metavar="TREE",
+        help="part 1 on another checkout of ctxmw (e.g. a git worktree of main) and on this "
+        "one, side by side in one run, with this tree's figures over that one's",
+    )
+    parser.add_argument("--sizes", help="part 1's transcript sizes, comma-separated")
+    parser.add_argument("--json", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--sessions", type=int, default=1_000)
     parser.add_argument("--rounds", type=int, default=50)
     parser.add_argument(
@@ -572,12 +672,20 @@ def main() -> None:
     args = parser.parse_args()
     # The alert rules fire on this synthetic traffic (an instant fake reports no cache reads).
     logging.getLogger("ctxmw").setLevel(logging.ERROR)
+    global SIZES
     if args.quick:
-        global SIZES
         SIZES = (100, 2_000)
         args.sessions, args.rounds, args.calls = 100, 10, 5
+    if args.sizes:
+        SIZES = tuple(int(x) for x in args.sizes.split(","))
+    if args.compare:
+        compare(args.compare, args.calls)
+        return
     if args.part != 2:
-        asyncio.run(part1(args.calls))
+        rows: list[dict[str, Any]] = []
+        asyncio.run(part1(args.calls, rows))
+        if args.json:
+            print(json.dumps(rows))
     if args.part != 1:
         passes = {"default": (False,), "freeze": (True,), "both": (False, True)}[args.gc]
         size = (args.sessions, args.rounds)

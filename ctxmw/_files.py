@@ -5,17 +5,22 @@
 * :func:`write_all`: a ``write`` may write less than asked (a full disk, a file size limit);
   the rest is written, or an :class:`OSError` says why not. Nothing short passes for whole.
 * :func:`fsync_dir`: a created or renamed name survives a power loss.
+* :class:`Beside`: the names of the files and folders ctxmw keeps beside a save_file.
 """
 
 from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "fsync_dir", "private_dirs", "write_all"]
+from ctxmw.errors import UsageError
+
+__all__ = ["DIR_MODE", "LEDGER_SUFFIX", "Beside", "fsync_dir", "private_dirs", "write_all"]
 
 DIR_MODE = 0o700
+LEDGER_SUFFIX = ".ledger.jsonl"
 
 
 def private_dirs(folder: Path) -> None:
@@ -55,3 +60,58 @@ def fsync_dir(directory: Path) -> None:
         os.fsync(fd)
     finally:
         os.close(fd)
+
+
+@dataclass(frozen=True, slots=True)
+class Beside:
+    """The files and folders ctxmw keeps beside a save_file, all named here.
+
+    For ``dir/agent.jsonl``: ``agent.jsonl.lock``, ``agent.ledger.jsonl``, ``agent.inbox/``,
+    ``agent.inbox_removed/`` and ``agent.offload/``. Only the last extension is replaced
+    (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` -> ``agent.ledger.jsonl``).
+    """
+
+    save_file: Path
+
+    @classmethod
+    def of(cls, save_file: str | os.PathLike[str]) -> Beside:
+        """The names beside ``save_file``.
+
+        Raises:
+            UsageError: ``save_file`` names no file (``""``, ``"/"``).
+        """
+        path = Path(save_file)
+        if not path.name:
+            raise UsageError(
+                f"save_file {os.fspath(save_file)!r} names no file; pass the transcript's path, "
+                "such as 'runs/agent.jsonl'."
+            )
+        return cls(path)
+
+    @property
+    def lock(self) -> Path:
+        """The lock file: the save_file's name with ``.lock`` appended."""
+        return self.save_file.with_name(self.save_file.name + ".lock")
+
+    @property
+    def ledger(self) -> Path:
+        """The telemetry ledger."""
+        return self._named(LEDGER_SUFFIX[1:])
+
+    @property
+    def inbox(self) -> Path:
+        """The inbox folder."""
+        return self._named("inbox")
+
+    @property
+    def inbox_removed(self) -> Path:
+        """Where delivered inbox files go."""
+        return self._named("inbox_removed")
+
+    @property
+    def offload(self) -> Path:
+        """The offloaded tool results' folder."""
+        return self._named("offload")
+
+    def _named(self, suffix: str) -> Path:
+        return self.save_file.with_name(f"{self.save_file.stem}.{suffix}")

@@ -3,6 +3,7 @@
 Everything ctxmw asks litellm goes through here: the completion function, model info (window,
 cache minimum, prices), the provider of a model name, token counts, costs (``cost_per_token``
 knows tiered prices), stream reassembly, and the response objects the testing fake builds.
+(A message as a plain dict needs no litellm: :mod:`ctxmw.messages.form`.)
 Importing litellm costs seconds, so ``import ctxmw`` never does it; the first call here does,
 through :func:`load_litellm`. ``ctxmw._offline`` already pinned the local cost map before any of
 this runs.
@@ -20,8 +21,6 @@ from typing import Any
 
 from ctxmw import _offline  # noqa: F401  - the cost-map variable must be set before litellm loads
 from ctxmw.errors import UsageError
-from ctxmw.messages.form import without_none
-from ctxmw.types import Message
 
 __all__ = [
     "CompletionFn",
@@ -34,14 +33,11 @@ __all__ = [
     "load_litellm",
     "mapped_model_info",
     "message_counter",
-    "message_dict",
-    "message_dicts",
     "model_info",
     "model_response",
     "price_map_version",
     "real_acompletion",
     "real_completion",
-    "response_message",
     "stream_chunk_builder",
     "stream_chunks",
     "supported_openai_params",
@@ -132,58 +128,6 @@ def real_completion() -> Callable[..., Any]:
 def _is_ctxmw(fn: object) -> bool:
     module = getattr(fn, "__module__", None) or ""
     return module == "ctxmw" or module.startswith("ctxmw.")
-
-
-def message_dicts(messages: Sequence[Any]) -> list[Message]:
-    """:func:`message_dict` of each message; a list of plain dicts is copied at C speed."""
-    if list(map(type, messages)).count(dict) == len(messages):  # in C, no hashing
-        return list(messages)
-    return list(map(message_dict, messages))
-
-
-def message_dict(message: Any) -> Message:
-    """A message as a plain OpenAI-format dict, without losing anything it carries.
-
-    Dicts pass through as they are (the same object). litellm/pydantic ``Message`` objects are
-    dumped with every field that holds a value: ``tool_calls``, ``thinking_blocks``,
-    ``provider_specific_fields``, ``reasoning_content``...; only ``None`` (no information) is left
-    out, and a ``provider_specific_fields`` left empty by that is dropped too.
-
-    Raises:
-        TypeError: ``message`` is neither a mapping nor a pydantic model.
-    """
-    if isinstance(message, dict):
-        return message
-    if isinstance(message, Mapping):
-        return dict(message)
-    dump = getattr(message, "model_dump", None)
-    if dump is None:
-        raise TypeError(
-            f"Cannot store {message!r} as a chat message: pass an OpenAI-format dict or a "
-            "litellm Message."
-        )
-    data: dict[str, Any] = without_none(dump())
-    if data.get("provider_specific_fields") == {}:
-        del data["provider_specific_fields"]
-    return data
-
-
-def response_message(response: Any) -> Message:
-    """The assistant message of a completion response (its first choice), as a dict.
-
-    Works on a litellm ``ModelResponse`` and on anything shaped like one
-    (``response.choices[0].message``), which is all an injected completion function must return.
-    """
-    choices = getattr(response, "choices", None)
-    if not choices:
-        raise TypeError(
-            f"The completion function returned {type(response).__name__} without choices; "
-            "it must return a litellm ModelResponse (or an object with .choices[0].message)."
-        )
-    # A copy: a duck-typed response may hand out its own dict, which must stay untouched.
-    message = dict(message_dict(choices[0].message))
-    message.setdefault("role", "assistant")
-    return message
 
 
 def model_info(model: str, provider: str | None = None) -> dict[str, Any]:

@@ -29,6 +29,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeAlias
 
 from ctxmw import _litellm
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 
 __all__ = ["FakeCompletion", "Scripted", "text", "tool_call", "tool_calls", "usage"]
 
@@ -130,7 +131,9 @@ def _ensure_usage(response: Any, call: dict[str, Any]) -> None:
         return
     sent = json.dumps(call.get("messages", []), default=str) + json.dumps(call.get("tools") or [])
     reply = json.dumps(response.choices[0].message.model_dump(exclude_none=True), default=str)
-    response.usage = usage(max(1, len(sent) // 4), max(1, len(reply) // 4))
+    response.usage = usage(
+        max(1, len(sent) // CHARS_PER_TOKEN), max(1, len(reply) // CHARS_PER_TOKEN)
+    )
 
 
 async def _stream(response: Any) -> AsyncIterator[Any]:

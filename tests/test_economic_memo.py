@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from typing import Any
 
 from ctxmw import Settings
 from ctxmw.messages.pairs import index_tools
 from ctxmw.strategies._economic_memo import FoldState, SizeTable, resume_fold
-from tests._tracked import tracked_beyond
 from tests.transcripts import SMALL_WINDOWS
 
 
@@ -88,17 +86,6 @@ def test_another_key_starts_afresh() -> None:
     fresh: list[int] = []
     fold(transcript(10), None, fresh)
     assert len(calls) == len(fresh)
-
-
-def test_the_kept_fold_tracks_no_object_per_call_point() -> None:
-    kept = []
-    for rounds in (10, 40):
-        memo: dict[str, Any] = {}
-        messages = transcript(rounds)
-        fold(messages, memo, [])
-        gc.collect()  # the collector stops tracking a tuple of numbers the first time it sees it
-        kept.append(tracked_beyond(memo["slot"], messages))
-    assert kept[0] == kept[1]
 
 
 def test_a_transcript_cut_back_to_a_past_call_point_decides_it_once() -> None:

@@ -17,7 +17,6 @@ from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import marks
 from ctxmw.types import Messages, StrategyContext
 from tests._incremental import CallCounter, growing_rounds
-from tests._tracked import tracked_beyond
 from tests.transcripts import adjacent_calls, call, group
 
 SMALL = Settings(
@@ -155,18 +154,3 @@ def test_calls_with_a_kept_memo_leave_no_cyclic_garbage() -> None:
         gc.set_debug(0)
         gc.garbage.clear()
     assert found == []
-
-
-def test_a_kept_memo_tracks_one_object_per_call_beside_the_rendered_copies() -> None:
-    # Per completed call, its Call in the tool index; the rendered prompt's own copies (the
-    # compacted messages) are the prompt. Every other kept object is one per memo entry.
-    kept = []
-    for calls in (40, 80):
-        memo: dict[str, Any] = {}
-        for history in growing_rounds(calls, 2):
-            _run(history, "shorten_tools_epoch", memo)
-        gc.collect()
-        copies = tracked_beyond(memo["render:shorten_tools_epoch"].body, history)
-        index = memo["tool_index:shorten_tools_epoch"][1].index
-        kept.append(tracked_beyond(memo, history) - copies - len(index.calls))
-    assert kept[0] == kept[1]

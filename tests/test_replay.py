@@ -304,7 +304,8 @@ def test_progress_goes_to_stderr_one_line_per_step(
     steps = [line for line in captured.err.splitlines() if line.startswith("ctxmw replay: [")]
     # two lists (shorten_tools and the baseline) x two transcripts, then one optimum each
     assert [s.split("]")[0] for s in steps] == [f"ctxmw replay: [{k}/6" for k in range(1, 7)]
-    assert files[1] in steps[1] and "optimum" in steps[-1]
+    assert files[1] in steps[1]
+    assert "optimum" in steps[-1]
 
 
 @pytest.mark.anyio

@@ -39,7 +39,7 @@ class CopyingSession(Session):
     """The reference: a new copy of the transcript every turn (the chain compares it)."""
 
     def _working(self) -> list[Any]:
-        return list(self._messages)
+        return list(self._record.messages)
 
 
 def script(ops: list[str]) -> list[Scripted]:

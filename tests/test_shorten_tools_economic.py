@@ -380,7 +380,7 @@ def running_costs(
 def test_the_running_cost_never_exceeds_the_guard_times_none(
     messages: Messages, cold: set[int]
 ) -> None:
-    # The bound the README states, in the schedule's own estimate: at every call point, not
+    # The bound docs/economics.md states, in the schedule's own estimate: at every call point, not
     # counting calls under the cache minimum (nothing of them is cached either way).
     defaults = Settings()
     for guard in (1.0, 1.02, defaults.economic_guard, defaults.economic_guard_automatic):

@@ -172,10 +172,10 @@ async def test_a_record_that_fails_after_measuring_leaves_no_lookup_for_the_next
     # past a failed record could hand a dead message's digest to a new one with its id.
     recorder = CallRecorder("s", token_counter=ApproxCounter())
 
-    def broken(response: object, stream: object) -> Any:
+    def broken(response: object, stream: object, kw: object) -> Any:
         raise RuntimeError("usage unreadable")
 
-    monkeypatch.setattr(recorder_module, "_read", broken)
+    monkeypatch.setattr(recorder_module, "read_call_usage", broken)
     messages = [{"role": "user", "content": "hello"}]
     with pytest.raises(RuntimeError, match="usage unreadable"):
         await recorder.record(model="gpt-4o", wire_kwargs={"messages": messages}, transcript=[])

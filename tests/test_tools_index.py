@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import gc
 import json
 from typing import Any
 
@@ -58,10 +57,3 @@ def test_with_a_memo_every_prompt_is_the_one_computed_from_scratch(
         fresh = strategy(messages, StrategyContext(settings=s))
         cached = strategy(messages, StrategyContext(settings=s, memo=memo))
         assert _dump(cached) == _dump(fresh)
-
-
-def test_the_kept_index_tracks_no_object_per_group() -> None:
-    index = index_tools(adjacent_calls(30), {}, "x")
-    gc.collect()  # the collector stops tracking a tuple of numbers the first time it sees it
-    assert len(index.groups) == 30
-    assert not [members for members in index.groups.values() if gc.is_tracked(members)]

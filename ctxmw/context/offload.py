@@ -30,6 +30,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from ctxmw._files import Beside
 from ctxmw.context._file_store import FileResultStore
 from ctxmw.context._record import HANDLE, OffloadedResult, handle_for
 from ctxmw.errors import UsageError
@@ -107,8 +108,7 @@ def store_dir(save_file: str | os.PathLike[str]) -> Path:
 
     Only the last extension is replaced, as for the inbox and the ledger.
     """
-    path = Path(save_file)
-    return path.with_name(f"{path.stem if path.suffix else path.name}.offload")
+    return Beside.of(save_file).offload
 
 
 async def expand(

@@ -25,6 +25,7 @@ from ctxmw.messages._memo import session_cache
 from ctxmw.messages.canonical import canonical_bytes, canonical_json
 
 __all__ = [
+    "CHARS_PER_TOKEN",
     "DEFAULT_CONTEXT_WINDOW",
     "ApproxCounter",
     "LiteLLMCounter",
@@ -34,6 +35,11 @@ __all__ = [
     "count_messages",
     "input_window",
 ]
+
+CHARS_PER_TOKEN = 4
+"""The tokenizer-free estimate's rate: characters (or UTF-8 bytes) per token. Every estimate
+in ctxmw (:func:`approx_tokens`, the economic schedule's sizes, a breakpoint head's size,
+the registry's held bytes) uses this one; counts go through the :class:`TokenCounter`."""
 
 DEFAULT_CONTEXT_WINDOW = 128_000
 """Input window used when litellm does not know the model and no ``context_window`` is set."""
@@ -62,10 +68,8 @@ class TokenCounter(Protocol):
 def _counter_for(model: str, text_tokens: Callable[[str], int] | None) -> _litellm.MessageCount:
     """litellm's per-model setup (tokenizer, framing constants), made once per process.
 
-    It cost more than counting a short message when ``token_counter`` redid it per message; made
-    once per counter it cost every session its own closures (a thousand sessions in one process
-    kept a thousand copies for the collector to walk). Keyed by model and counting function,
-    bounded: nothing of a conversation is kept.
+    Shared by every counter of the process, keyed by model and counting function, bounded:
+    nothing of a conversation is kept.
     """
     return _litellm.message_counter(model, text_tokens)
 
@@ -125,7 +129,7 @@ class ApproxCounter(LiteLLMCounter):
         bytes_per_token: UTF-8 bytes of text counted as one token (rounded up per text).
     """
 
-    def __init__(self, bytes_per_token: int = 4) -> None:
+    def __init__(self, bytes_per_token: int = CHARS_PER_TOKEN) -> None:
         self.bytes_per_token = max(bytes_per_token, 1)
         super().__init__(text_tokens=self._text)
 
@@ -133,7 +137,7 @@ class ApproxCounter(LiteLLMCounter):
         return approx_tokens(text, self.bytes_per_token)
 
 
-def approx_tokens(text: str, bytes_per_token: int = 4) -> int:
+def approx_tokens(text: str, bytes_per_token: int = CHARS_PER_TOKEN) -> int:
     """``len(utf-8 bytes) / bytes_per_token``, rounded up: a tokenizer-free estimate."""
     return -(-len(text.encode("utf-8", "surrogatepass")) // max(bytes_per_token, 1))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import anyio
 
+from ctxmw._files import LEDGER_SUFFIX
 from ctxmw.demo._provider import SIMULATED
 from ctxmw.demo._report import ProgressBar, format_rows
 from ctxmw.demo._run import DEMO_STRATEGIES, SIMULATED_MODEL, DemoRow, check_strategies, run_demo
@@ -81,7 +82,7 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
         f"files in {out}/: one transcript (*.jsonl), its ledger (*.ledger.jsonl) and its lock "
         "file (*.jsonl.lock, empty when free) per row.",
     )
-    records = load_ledgers(sorted(out.glob("*.ledger.jsonl")))
+    records = load_ledgers(sorted(out.glob(f"*{LEDGER_SUFFIX}")))
     page = write_html(records, out / "report.html")
     lines = [text, f"report: {page} (open it in a browser: the sessions side by side)"]
     plot = out / "cache.png"

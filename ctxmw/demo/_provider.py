@@ -22,12 +22,12 @@ from ctxmw.demo._http import json_response, serve
 from ctxmw.demo._script import PlanStep
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.telemetry.counters import TokenCounter
+from ctxmw.telemetry.rules import automatic_reads
 
 __all__ = ["SIMULATED", "SimulatedProvider"]
 
 SIMULATED = "ctxmw-simulated"
 _STEP_ID = re.compile(r"^call_(\d+)_\d+$")
-OPENAI_MIN, OPENAI_BLOCK = 1024, 128
 
 
 class SimulatedProvider:
@@ -105,7 +105,7 @@ class SimulatedProvider:
             if key in self._seen:
                 cached = total
             self._seen.add(key)
-        hit = cached // OPENAI_BLOCK * OPENAI_BLOCK if cached >= OPENAI_MIN else 0
+        hit = automatic_reads(cached)  # the provider simulated caches as OpenAI does
         total += self.counter.overhead_tokens(self.model)  # the reply primer closes the prompt
         completion = self.counter.message_tokens(self.model, reply)
         return {

@@ -11,6 +11,7 @@ from typing import Any
 import anyio
 
 import ctxmw
+from ctxmw._files import Beside
 from ctxmw._litellm import load_litellm
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
@@ -205,8 +206,8 @@ def check_strategies(strategies: Sequence[str]) -> list[str]:
 
 
 def _clear(save_file: Path) -> None:
-    stem = save_file.with_suffix("")
-    for path in (save_file, Path(f"{stem}.ledger.jsonl"), Path(f"{save_file}.lock")):
+    beside = Beside.of(save_file)
+    for path in (save_file, beside.ledger, beside.lock):
         path.unlink(missing_ok=True)
-    for folder in (Path(f"{stem}.inbox"), Path(f"{stem}.inbox_removed")):
+    for folder in (beside.inbox, beside.inbox_removed):
         shutil.rmtree(folder, ignore_errors=True)

@@ -29,6 +29,7 @@ from typing import Any
 
 from anyio.abc import TaskGroup
 
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.demo._http import json_response, serve
 from ctxmw.messages.validate import scan
 
@@ -154,8 +155,8 @@ def _envelope(request: Mapping[str, Any], n: int, kind: str) -> dict[str, Any]:
 
 
 def _usage(request: Mapping[str, Any], message: dict[str, Any]) -> dict[str, Any]:
-    prompt = len(json.dumps(request.get("messages") or [])) // 4 + 1
-    completion = len(json.dumps(message)) // 4 + 1
+    prompt = len(json.dumps(request.get("messages") or [])) // CHARS_PER_TOKEN + 1
+    completion = len(json.dumps(message)) // CHARS_PER_TOKEN + 1
     return {
         "prompt_tokens": prompt,
         "completion_tokens": completion,

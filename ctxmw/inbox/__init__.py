@@ -33,6 +33,7 @@ from pathlib import Path
 
 from anyio import to_thread
 
+from ctxmw._files import Beside
 from ctxmw.errors import UsageError
 from ctxmw.inbox._files import ABORT, FileEntry, place, scan
 
@@ -47,22 +48,12 @@ _seq = itertools.count(1)
 
 def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
     """The inbox folder of ``save_file``: ``dir/agent.jsonl`` -> ``dir/agent.inbox``."""
-    return _beside(save_file, "inbox")
+    return Beside.of(save_file).inbox
 
 
 def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
     """Where delivered files go: ``dir/agent.jsonl`` -> ``dir/agent.inbox_removed``."""
-    return _beside(save_file, "inbox_removed")
-
-
-def _beside(save_file: str | os.PathLike[str], suffix: str) -> Path:
-    path = Path(save_file)
-    if not path.name:
-        raise UsageError(
-            f"save_file {os.fspath(save_file)!r} names no file; pass the transcript's path, "
-            "such as 'runs/agent.jsonl'."
-        )
-    return path.with_name(f"{path.stem}.{suffix}")
+    return Beside.of(save_file).inbox_removed
 
 
 async def deliver(save_file: str | os.PathLike[str], text: str, *, name: str | None = None) -> Path:

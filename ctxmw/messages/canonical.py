@@ -24,6 +24,7 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
+from ctxmw.messages._json import canonical_json, json_default
 from ctxmw.messages.normal import normal_message
 
 __all__ = [
@@ -46,7 +47,7 @@ def canonical_bytes(message: Mapping[str, Any]) -> bytes:
     its own bytes (``surrogatepass``): such a message is digested, never an error.
     """
     return json.dumps(
-        _unmarked(message), separators=(",", ":"), ensure_ascii=False, default=_fallback
+        _unmarked(message), separators=(",", ":"), ensure_ascii=False, default=json_default
     ).encode("utf-8", "surrogatepass")
 
 
@@ -55,13 +56,6 @@ def message_digest(message: Mapping[str, Any]) -> bytes:
     return hashlib.blake2b(
         canonical_bytes(normal_message(message)), digest_size=_DIGEST_SIZE
     ).digest()
-
-
-def canonical_json(value: Any) -> str:
-    """Compact JSON of any JSON-like value, keys sorted: equal content, equal text."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=_fallback
-    )
 
 
 def tools_digest(tools: Sequence[Mapping[str, Any]] | None) -> bytes:
@@ -178,8 +172,3 @@ def _bare_text(parts: list[Any]) -> Any:
         if set(only) == {"type", "text"} and only["type"] == "text":
             return only["text"]
     return parts
-
-
-def _fallback(value: Any) -> Any:
-    dump = getattr(value, "model_dump", None)
-    return dump() if callable(dump) else repr(value)

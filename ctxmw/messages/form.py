@@ -1,4 +1,5 @@
-"""Reading one message: its role, its tool calls and their names, its layer, its None-free form.
+"""Reading one message: its role, its tool calls and their names, its layer, its None-free form,
+and any message (a litellm/pydantic object, a response's choice) as a plain OpenAI-format dict.
 
 Every module that needs one of these asks here, so a malformed message (a non-dict, a tool call
 without a ``function``, a name that is not a string) is read the same way everywhere: as
@@ -7,8 +8,10 @@ missing, never as a crash.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from ctxmw.types import Message
 
 __all__ = [
     "LAYERS",
@@ -16,6 +19,9 @@ __all__ = [
     "call_name",
     "call_names",
     "layer_of",
+    "message_dict",
+    "message_dicts",
+    "response_message",
     "role_of",
     "tool_calls_of",
     "without_none",
@@ -82,3 +88,55 @@ def without_none(value: Any) -> Any:
     if isinstance(value, list):
         return [without_none(v) for v in value]
     return value
+
+
+def message_dicts(messages: Sequence[Any]) -> list[Message]:
+    """:func:`message_dict` of each message; a list of plain dicts is copied at C speed."""
+    if list(map(type, messages)).count(dict) == len(messages):  # in C, no hashing
+        return list(messages)
+    return list(map(message_dict, messages))
+
+
+def message_dict(message: Any) -> Message:
+    """A message as a plain OpenAI-format dict, without losing anything it carries.
+
+    Dicts pass through as they are (the same object). litellm/pydantic ``Message`` objects are
+    dumped with every field that holds a value: ``tool_calls``, ``thinking_blocks``,
+    ``provider_specific_fields``, ``reasoning_content``...; only ``None`` (no information) is left
+    out, and a ``provider_specific_fields`` left empty by that is dropped too.
+
+    Raises:
+        TypeError: ``message`` is neither a mapping nor a pydantic model.
+    """
+    if isinstance(message, dict):
+        return message
+    if isinstance(message, Mapping):
+        return dict(message)
+    dump = getattr(message, "model_dump", None)
+    if dump is None:
+        raise TypeError(
+            f"Cannot store {message!r} as a chat message: pass an OpenAI-format dict or a "
+            "litellm Message."
+        )
+    data: dict[str, Any] = without_none(dump())
+    if data.get("provider_specific_fields") == {}:
+        del data["provider_specific_fields"]
+    return data
+
+
+def response_message(response: Any) -> Message:
+    """The assistant message of a completion response (its first choice), as a dict.
+
+    Works on a litellm ``ModelResponse`` and on anything shaped like one
+    (``response.choices[0].message``), which is all an injected completion function must return.
+    """
+    choices = getattr(response, "choices", None)
+    if not choices:
+        raise TypeError(
+            f"The completion function returned {type(response).__name__} without choices; "
+            "it must return a litellm ModelResponse (or an object with .choices[0].message)."
+        )
+    # A copy: a duck-typed response may hand out its own dict, which must stay untouched.
+    message = dict(message_dict(choices[0].message))
+    message.setdefault("role", "assistant")
+    return message

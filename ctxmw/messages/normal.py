@@ -18,6 +18,8 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
+from ctxmw.messages._json import canonical_json
+
 __all__ = ["IGNORED_KEYS", "normal_key", "normal_message", "same_message"]
 
 IGNORED_KEYS = frozenset(
@@ -62,7 +64,7 @@ def normal_message(message: Any) -> dict[str, Any]:
 
 def normal_key(message: Any) -> str:
     """The normal form as canonical JSON (keys sorted): hashable, equal for the same message."""
-    return _canonical_json(normal_message(message))
+    return canonical_json(normal_message(message))
 
 
 def same_message(a: Any, b: Any) -> bool:
@@ -117,13 +119,6 @@ def _arguments_json(text: str) -> str:
         value = json.loads(text) if text.strip() else {}
     except ValueError:
         return text
-    return _canonical_json(value)
-
-
-def _canonical_json(value: Any) -> str:
-    # The one canonical JSON lives in canonical.py, which imports this module for its digests.
-    from ctxmw.messages.canonical import canonical_json
-
     return canonical_json(value)
 
 

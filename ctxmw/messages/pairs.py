@@ -55,8 +55,7 @@ class ToolIndex:
         calls: completed calls in forward order (``calls[f - 1].f == f``).
         groups: assistant message index -> the forward number of each of its tool_calls, in
             order, or None for an entry that has no result (or is malformed). A tuple, replaced
-            as results arrive: a tuple of numbers leaves the collector's reach the first time it
-            is seen, where a list stays tracked (one per group, for a conversation's lifetime).
+            as results arrive.
         result_of: tool message index -> forward number of the call it answers.
         last_user_index: index of the newest user message (-1 if none).
         partial: assistant message indices of groups that hold (or held, while reading) an

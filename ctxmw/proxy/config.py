@@ -6,7 +6,7 @@
       state: redis            # memory (default), redis (the proxy's own Redis settings) or a URL
       ledger: /var/log/ctxmw/{replica}.ledger.jsonl   # a file per replica, "redis", or "none"
       replica: os.environ/HOSTNAME                    # names this replica in the ledger
-      settings:               # every request: any ctxmw setting (README "Settings")
+      settings:               # every request: any ctxmw setting (docs/settings.md)
         prompt_strategies: shorten_tools_epoch_increment,inbox
       models:                 # per model group, over settings
         agent: {epoch_size: 30}

@@ -27,16 +27,21 @@ price for reads (caching then saves nothing; the table says so).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.errors import UsageError
+from ctxmw.telemetry.cost import entry_rates, tier_suffixes
 from ctxmw.telemetry.marks import is_marked
 from ctxmw.telemetry.prefix import PrefixResult
-from ctxmw.telemetry.rules import OPENAI_MINIMUM, cache_minimum, expected_cached_tokens
+from ctxmw.telemetry.rules import (
+    automatic_reads,
+    cache_minimum,
+    expected_cached_tokens,
+    prefix_reads,
+)
 from ctxmw.telemetry.rules import uses_breakpoints as _uses_breakpoints
 
 __all__ = [
@@ -129,16 +134,13 @@ def model_prices(model: str) -> Prices:
         UsageError: litellm has no input price for the model.
     """
     info = _litellm.model_info(model)
-    price = info.get("input_cost_per_token")
-    if not isinstance(price, int | float) or price <= 0:
+    rates = entry_rates(info)
+    if rates is None or rates.input <= 0:
         raise UsageError(
             f"litellm's price table has no input price for model {model!r}; pass a priced model "
             "such as 'anthropic/claude-sonnet-4-5' or 'gpt-4o'."
         )
-    read, write = (
-        info.get("cache_read_input_token_cost"),
-        info.get("cache_creation_input_token_cost"),
-    )
+    price, read, write = rates.input, rates.cache_read, rates.cache_write
     source = {"input": "litellm", "cache_read": "litellm", "cache_write": "litellm"}
     if not isinstance(read, int | float):
         read, source["cache_read"] = price, "input price (litellm has none)"
@@ -147,17 +149,9 @@ def model_prices(model: str) -> Prices:
     return Prices(model, float(price), float(read), float(write), source, _tiers(info))
 
 
-_TIER = re.compile(r"_above_(\d+)k_tokens")
-
-
 def _tiers(info: dict[str, Any]) -> tuple[int, ...]:
     """The prompt sizes above which litellm's map prices ``info``'s model differently."""
-    floors = {
-        int(m.group(1)) * 1000
-        for key, value in info.items()
-        if value is not None and (m := _TIER.search(key))
-    }
-    return tuple(sorted(floors))
+    return tuple(sorted(tier_suffixes(info)))
 
 
 def breakpoint_minimum(model: str) -> int:
@@ -172,9 +166,7 @@ def body_tokens(r: PrefixResult) -> int:
 
 def auto_split(r: PrefixResult) -> Split:
     """OpenAI-style automatic prefix caching: reads only, no write premium."""
-    reads = expected_cached_tokens(
-        "openai", prefix_tokens=r.prefix_tokens, marked_prefix_tokens=0, minimum=OPENAI_MINIMUM
-    )
+    reads = automatic_reads(r.prefix_tokens)
     return Split(reads=reads)
 
 
@@ -195,7 +187,7 @@ def breakpoints_split(r: PrefixResult, marked: Sequence[Any], minimum: int) -> S
 def end_breakpoint_split(r: PrefixResult, body: int, minimum: int) -> Split:
     """A mark at the end of every prompt: read the whole previous prompt if it is a prefix."""
     extends = r.first_diff is not None and not r.broke
-    reads = r.prefix_tokens if extends and r.prefix_tokens >= minimum else 0
+    reads = prefix_reads(r.prefix_tokens, minimum) if extends else 0
     return Split(reads=reads, writes=body - reads if body >= minimum else 0)
 
 

@@ -42,7 +42,7 @@ from ctxmw.settings import Settings
 from ctxmw.strategies._epochs import apply_plan
 from ctxmw.strategies.shorten_tools_economic import boundary_plan
 from ctxmw.telemetry.counters import TokenCounter
-from ctxmw.telemetry.rules import OPENAI_BLOCK, OPENAI_MINIMUM
+from ctxmw.telemetry.rules import automatic_reads, prefix_reads
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["Optimum", "optimal_schedule"]
@@ -322,11 +322,11 @@ def _price(
     key: str, prices: Prices, minimum: int, prompt: int, body: int, prefix: int, extends: bool
 ) -> float:
     if key == "auto":
-        reads = 0 if prefix < OPENAI_MINIMUM else prefix // OPENAI_BLOCK * OPENAI_BLOCK
+        reads = automatic_reads(prefix)
         return reads * prices.cache_read + (prompt - reads) * prices.input
     # breakpoints: a lower bound (the common prefix is read whole); end_breakpoint: exact.
     readable = extends or key == "breakpoints"
-    reads = prefix if readable and prefix >= minimum else 0
+    reads = prefix_reads(prefix, minimum) if readable else 0
     writes = body - reads if body >= minimum else 0
     plain = prompt - reads - writes
     return reads * prices.cache_read + writes * prices.cache_write + plain * prices.input

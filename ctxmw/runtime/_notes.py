@@ -32,8 +32,7 @@ class HeldNotes:
 
     def __init__(self, keep: int) -> None:
         self._keep = keep
-        # A tuple: the shared empty one while none is held (an empty list would be one more
-        # tracked object per session for every full gc pass to walk).
+        # Replaced, never appended to: the empty tuple while none is held.
         self._held: tuple[tuple[Message, Claim], ...] = ()
 
     def add(self, ctx: StrategyContext) -> None:

@@ -7,9 +7,10 @@ litellm's ids; :mod:`ctxmw.runtime.identity`):
 
 * the strategies' memo (``StrategyContext.memo``): their caches and schedule state;
 * the telemetry recorder (the previous call's payload, for the prefix it shares);
-* the loaded transcript of the save_file (with what lines the caller's messages up with it),
-  reused only while the file is unchanged on disk (another process may write it: the next
-  call then reads it again), and only after a call that succeeded with everything written.
+* the save_file's :class:`~ctxmw.runtime._record.Record` itself (the loaded transcript, with
+  what lines the caller's messages up with it): the next call's session works on the same
+  object, reused only while the file is unchanged on disk (another process may write it: the
+  next call then reads it again), and only after a call that succeeded with everything written.
 
 A call checks its conversation out and back in. A second call of the same conversation while
 the first still runs (two tasks, no save_file to refuse one of them) gets a fresh, unregistered
@@ -28,31 +29,19 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.messages._memo import BoundedCache
-from ctxmw.runtime.transcript import TranscriptFile
+from ctxmw.runtime._record import Record
 from ctxmw.telemetry.recorder import CallRecorder
-from ctxmw.types import Message, Messages
 
-__all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Carried", "Conversation", "Conversations"]
+__all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Conversation", "Conversations"]
 
 MAX_CONVERSATIONS = 1024
 MAX_HELD_BYTES = 64 * 1024 * 1024
-_BYTES_PER_TOKEN = 4
-
-
-@dataclass(slots=True)
-class Carried:
-    """A save_file as the last successful call left it in memory (see ``Session``)."""
-
-    file: TranscriptFile
-    messages: Messages
-    ours: list[bool]
-    hint: Sequence[Message]
-    keys: dict[int, tuple[Any, str]]
 
 
 @dataclass(slots=True, eq=False)
@@ -62,7 +51,7 @@ class Conversation:
     Attributes:
         memo: the strategies' memo.
         recorder: the telemetry recorder, once a call made one.
-        transcript: the loaded save_file, when the last call left it exact.
+        transcript: the save_file's record, when the last call left it exact.
         in_use: a call has it checked out.
         setup: what the memo was made under (the settings and the strategy names); a call
             under another setup starts a new memo, since the strategies' caches assume theirs.
@@ -70,7 +59,7 @@ class Conversation:
 
     memo: dict[str, Any] = field(default_factory=dict)
     recorder: CallRecorder | None = None
-    transcript: Carried | None = None
+    transcript: Record | None = None
     in_use: bool = False
     setup: Any = None
 
@@ -85,8 +74,8 @@ class Conversation:
         """About how many bytes this conversation keeps alive."""
         held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
         if self.recorder is not None:
-            held += self.recorder.held_tokens * _BYTES_PER_TOKEN
-        if self.transcript is not None:
+            held += self.recorder.held_tokens * CHARS_PER_TOKEN
+        if self.transcript is not None and self.transcript.file is not None:
             held += self.transcript.file.size
         return held
 

@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 import anyio.to_thread
 
-from ctxmw._files import private_dirs
+from ctxmw._files import Beside, private_dirs
 from ctxmw.errors import SaveFileBusy
 
 __all__ = ["SaveFileLock", "lock_path"]
@@ -42,7 +42,7 @@ _FLAGS = os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0)
 
 def lock_path(save_file: Path) -> Path:
     """The lock file of ``save_file``: the same name with ``.lock`` appended."""
-    return save_file.with_name(save_file.name + ".lock")
+    return Beside.of(save_file).lock
 
 
 class SaveFileLock:
@@ -54,8 +54,6 @@ class SaveFileLock:
 
     def __init__(self, save_file: Path) -> None:
         self.save_file = save_file
-        # A string while the turn holds the lock: a path is two tracked objects that every
-        # full gc pass walks, once per call in flight.
         self._path = str(lock_path(save_file))
         self.held = False
         self._fd: int | None = None

@@ -1,9 +1,9 @@
 """The save_file: a JSON Lines transcript, full fidelity, with every revision of a conversation.
 
-The line format (stable, documented in the README) is in :mod:`ctxmw.runtime.revisions`: message
-lines append to the current revision; ``edit`` records start a new one when a stateless caller
-changed its history; ``tool_loop`` records mark the rounds ctxmw's own loop ran. One file holds a
-conversation whatever its caller does; earlier revisions stay readable (``ctxmw show
+The line format (stable, documented in ``docs/sessions.md``) is in :mod:`ctxmw.runtime.revisions`:
+message lines append to the current revision; ``edit`` records start a new one when a stateless
+caller changed its history; ``tool_loop`` records mark the rounds ctxmw's own loop ran. One file
+holds a conversation whatever its caller does; earlier revisions stay readable (``ctxmw show
 --revisions``).
 
 Crash safety rests on three habits. A round's lines (an edit record, its messages, the round) are

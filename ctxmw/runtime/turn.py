@@ -21,11 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.inbox._files import FileEntry
+from ctxmw.messages.normal import same_message
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Edit
 from ctxmw.types import Message, Messages, StrategyContext
 
-__all__ = ["Turn", "delivered_notes"]
+__all__ = ["Turn", "delivered_notes", "retries_interrupted_turn", "run_input"]
 
 
 @dataclass(slots=True)
@@ -55,8 +56,7 @@ class Turn:
     working: Messages
     persist_notes: bool = False
     unwritten: Messages = field(default_factory=list)
-    # These two are the shared empty tuple while empty (most turns): an empty list or set is
-    # one more tracked object per call in flight for every full gc pass to walk.
+    # Empty (most turns): the empty tuple; replaced, never appended to, when notes arrive.
     unconfirmed: Sequence[Message] = ()
     stream_call: Any = None
     edit: Edit | None = None
@@ -116,3 +116,28 @@ def delivered_notes(ctx: StrategyContext) -> Messages:
     """The messages the ``inbox`` strategy appended during one call (its ``ctx.stats``)."""
     delivered = ctx.stats.get("inbox", {}).get("delivered", [])
     return [m for m in delivered if isinstance(m, dict)] if isinstance(delivered, list) else []
+
+
+def run_input(unsent: Sequence[Message], given: Messages) -> Messages:
+    """The input of a run: the unsent input of a failed turn, then ``given`` unless a retry."""
+    retry = len(given) == len(unsent) and all(map(same_message, unsent, given))
+    return given if retry or not unsent else [*unsent, *given]
+
+
+def retries_interrupted_turn(committed: Messages, given: Messages) -> bool:
+    """Whether ``given`` is the user message of the turn the transcript ends with, unfinished.
+
+    A turn that failed after committing a tool round leaves its user message followed by tool
+    rounds and no answer; asking the same again is a retry of that turn, not a new question.
+    """
+    if len(given) != 1 or given[0].get("role") != "user" or not committed:
+        return False
+    if committed[-1].get("role") != "tool":
+        return False
+    for message in reversed(committed):
+        role = message.get("role")
+        if role == "user":
+            return same_message(message, given[0])
+        if role != "tool" and not (role == "assistant" and message.get("tool_calls")):
+            return False  # an answer or a system message: the turn had finished
+    return False

@@ -41,7 +41,8 @@ from typing import Any
 
 import anyio
 
-from ctxmw._litellm import CompletionFn, message_dicts
+from ctxmw._litellm import CompletionFn
+from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._heads import HeadThreads
 from ctxmw.runtime.conversations import Conversation, Conversations
 from ctxmw.runtime.identity import conversation_identity

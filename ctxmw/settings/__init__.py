@@ -11,11 +11,10 @@ variable is honoured by the next call.
 
 from __future__ import annotations
 
+from ctxmw.settings._checks import CACHE_RULES, ENV_PREFIX
 from ctxmw.settings._model import (
-    CACHE_RULES,
     DEFAULT_COMPACTION_NOTICE,
     DEFAULT_STRATEGIES,
-    ENV_PREFIX,
     BustCause,
     Settings,
 )

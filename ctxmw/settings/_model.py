@@ -1,21 +1,19 @@
-"""The ``Settings`` class: every option, its default, its ``CTXMW_`` name and its checks."""
+"""The ``Settings`` class: every option, its default and its ``CTXMW_`` name (its checks:
+:mod:`ctxmw.settings._checks`)."""
 
 from __future__ import annotations
 
-import json
-import math
-import re
-import string
 from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
+import ctxmw.settings._checks as _checks
 from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
+from ctxmw.settings._checks import CACHE_RULES, ENV_PREFIX
 
-ENV_PREFIX = "CTXMW_"
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
 DEFAULT_COMPACTION_NOTICE = (
@@ -25,10 +23,7 @@ DEFAULT_COMPACTION_NOTICE = (
     "never ran: it ran and its full result was seen at the time. Do not repeat a tool call only "
     "because an older result is no longer shown; repeat it only if you need fresh data."
 )
-_NOTICE_FIELDS = {"compacted", "dropped"}
 BustCause = Literal["tools", "system", "transcript", "strategy"]
-CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
-"""Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
 
 
 class Settings(BaseSettings):
@@ -337,60 +332,37 @@ class Settings(BaseSettings):
         try:
             super().__init__(**values)
         except ValidationError as exc:
-            raise SettingsError(_describe(exc, values)) from exc
+            raise SettingsError(_checks.describe(exc, values, Settings.model_fields)) from exc
 
     @field_validator("prompt_strategies")
     @classmethod
     def _empty_is_unset(cls, value: str | None) -> str | None:
-        # An empty list must not silently disable every strategy (the abort switch included).
-        return value if value is None or value.strip(" ,") else None
+        return _checks.empty_is_unset(value)
 
     @field_validator("durable_patterns", "clear_tool_results_exclude_tools", mode="before")
     @classmethod
     def _json_list(cls, value: Any) -> Any:
-        if not isinstance(value, str):
-            return value
-        try:
-            parsed = json.loads(value)
-        except ValueError:
-            parsed = None
-        if not isinstance(parsed, list):
-            raise ValueError('expected a JSON list of strings, such as \'["read_file", "grep"]\'')
-        return parsed
+        return _checks.json_list(value)
 
     @field_validator("epoch_increment_compacted_growth_ratio")
     @classmethod
     def _clamp_ratio(cls, value: float) -> float:
-        # The seed treats a negative or non-finite ratio as "no growth"; keep that contract.
-        return value if math.isfinite(value) and value > 0 else 0.0
+        return _checks.clamp_ratio(value)
 
     @field_validator("compaction_notice")
     @classmethod
     def _check_notice(cls, value: str) -> str:
-        fields = {name for _, name, _, _ in string.Formatter().parse(value) if name is not None}
-        unknown = fields - _NOTICE_FIELDS
-        if unknown:
-            raise ValueError(
-                f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}"
-            )
-        return value
+        return _checks.notice(value)
 
     @field_validator("cache_rule")
     @classmethod
     def _check_cache_rule(cls, value: str) -> str:
-        if value not in CACHE_RULES:
-            raise ValueError(f"unknown cache rule; allowed: {', '.join(CACHE_RULES)}")
-        return value
+        return _checks.cache_rule(value)
 
     @field_validator("durable_patterns")
     @classmethod
     def _check_patterns(cls, value: list[str] | None) -> list[str] | None:
-        for pattern in value or ():
-            try:
-                re.compile(pattern)
-            except re.error as exc:
-                raise ValueError(f"{pattern!r} is not a regular expression ({exc})") from None
-        return value
+        return _checks.patterns(value)
 
     @property
     def resolved_durable_patterns(self) -> tuple[str, ...]:
@@ -409,20 +381,3 @@ class Settings(BaseSettings):
         if not overrides:
             return self
         return Settings(**{**self.model_dump(), **overrides})
-
-
-def _describe(exc: ValidationError, values: Mapping[str, Any]) -> str:
-    known = ", ".join(sorted(Settings.model_fields))
-    lines = []
-    for err in exc.errors():
-        key = str(err["loc"][0]) if err["loc"] else "?"
-        env = f"{ENV_PREFIX}{key.upper()}"
-        if err["type"] == "extra_forbidden":
-            lines.append(f"Unknown setting {key!r}. Known settings: {known}.")
-            continue
-        source = "argument" if key in values else f"environment variable {env}"
-        lines.append(
-            f"Invalid value {err.get('input')!r} for setting {key!r} (from {source}; "
-            f"env name {env}): {err['msg']}. Fix or unset it."
-        )
-    return " ".join(lines)

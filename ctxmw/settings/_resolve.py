@@ -8,7 +8,8 @@ from collections.abc import Hashable, Mapping
 from typing import Any
 
 from ctxmw.errors import SettingsError
-from ctxmw.settings._model import ENV_PREFIX, Settings
+from ctxmw.settings._checks import ENV_PREFIX
+from ctxmw.settings._model import Settings
 
 __all__ = ["resolve_settings"]
 

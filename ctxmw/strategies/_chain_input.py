@@ -14,7 +14,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw._litellm import message_dict
 from ctxmw.messages._incremental import (
     GROWN_SLOT,
     MAX_MEMO_MESSAGES,
@@ -23,6 +22,7 @@ from ctxmw.messages._incremental import (
     compare_prefix,
     identical_prefix,
 )
+from ctxmw.messages.form import message_dict
 from ctxmw.types import Messages
 
 __all__ = ["chain_input"]

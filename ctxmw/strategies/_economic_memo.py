@@ -20,6 +20,7 @@ from dataclasses import dataclass, field, fields
 from operator import attrgetter
 from typing import Any
 
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.messages._incremental import (
     MAX_MEMO_MESSAGES,
     common_prefix,
@@ -31,7 +32,6 @@ from ctxmw.settings import Settings
 
 __all__ = ["CHARS_PER_TOKEN", "FoldState", "SizeTable", "resume_fold"]
 
-CHARS_PER_TOKEN = 4
 _MARKER = 48  # what the compacted form adds beside the kept characters ("[compacted: ...]")
 
 

@@ -38,6 +38,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.strategies._registry import register_strategy
@@ -96,7 +97,6 @@ class CacheBreakpoints:
 cache_breakpoints = register_strategy("cache_breakpoints")(CacheBreakpoints())
 
 _SLOT = "cache_breakpoints:marks"
-_CHARS_PER_TOKEN = 4  # a head's size is estimated, as the economic schedule does
 
 
 @dataclass(slots=True)
@@ -159,7 +159,7 @@ def _head_end(
         return None
     chars = sum(len(str(m.get("content") or "")) for m in messages[: end + 1])
     return (
-        end if chars // _CHARS_PER_TOKEN >= cache_minimum("breakpoints", ctx.model or "") else None
+        end if chars // CHARS_PER_TOKEN >= cache_minimum("breakpoints", ctx.model or "") else None
     )
 
 

@@ -128,11 +128,10 @@ class AlertState:
 
     def __init__(self, rules: AlertRules | None = None) -> None:
         self.rules = rules if rules is not None else AlertRules()
-        # Per windowed call only the figures the rules read, as a tuple of ints and None (the
-        # collector stops tracking such a tuple): not the ledger dict with its nested lists.
+        # Per windowed call only the figures the rules read (a tuple of ints and None), not the
+        # ledger dict with its nested lists.
         self._recent: deque[_Figures] = deque(maxlen=self.rules.window)  # warm calls
-        # The rules firing now: a tuple, the shared empty one while none fires (an empty set
-        # would be one more tracked object per session for every full gc pass to walk).
+        # The rules firing now (replaced when it changes; empty while none fires).
         self._firing: tuple[str, ...] = ()
         self._calls = 0
         self._filled = False  # the previous call's prompt reached its rule's minimum

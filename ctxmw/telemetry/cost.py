@@ -36,7 +36,7 @@ from typing import Any
 
 from ctxmw import _litellm
 
-__all__ = ["Rates", "entry_rates", "fast_cost"]
+__all__ = ["Rates", "entry_rates", "fast_cost", "tier_suffixes"]
 
 _TIER = re.compile(
     r"^(input_cost_per_token|output_cost_per_token|cache_read_input_token_cost"
@@ -198,13 +198,7 @@ def _book_of(name: str, entry: Mapping[str, Any], provider: str) -> _Book | None
     base = entry_rates(entry)
     if base is None:
         return None
-    suffixes: dict[int, str] = {}
-    for key in info:
-        found = _TIER.match(key)
-        if found is not None and info[key] is not None:
-            suffixes[int(found[2]) * (1000 if found[3] else 1)] = (
-                f"_above_{found[2]}{found[3]}_tokens"
-            )
+    suffixes = tier_suffixes(info)
     # Like litellm, a tier without a rate of its own keeps the rate of the tier below it.
     tiers, under = [], base
     for threshold in sorted(suffixes):
@@ -220,6 +214,19 @@ def entry_rates(entry: Mapping[str, Any]) -> Rates | None:
     schedule's prices (:mod:`ctxmw.strategies._economics`) both come from it.
     """
     return _rates({key: value for key, value in entry.items() if value is not None}, "")
+
+
+def tier_suffixes(entry: Mapping[str, Any]) -> dict[int, str]:
+    """The prompt sizes above which an entry's rates change, each with its keys' suffix
+    (``200000: "_above_200k_tokens"``): the one reading of litellm's tiered prices."""
+    suffixes: dict[int, str] = {}
+    for key, value in entry.items():
+        found = _TIER.match(key)
+        if found is not None and value is not None:
+            suffixes[int(found[2]) * (1000 if found[3] else 1)] = (
+                f"_above_{found[2]}{found[3]}_tokens"
+            )
+    return suffixes
 
 
 def _rates(info: Mapping[str, Any], suffix: str, under: Rates | None = None) -> Rates | None:

@@ -11,9 +11,10 @@ import json
 import os
 from typing import Any, Literal
 
+from ctxmw._files import LEDGER_SUFFIX
+
 __all__ = ["LEDGER_SUFFIX", "file_kind", "skip_note"]
 
-LEDGER_SUFFIX = ".ledger.jsonl"
 _LEDGER_FIELDS = frozenset({"session", "model", "prompt_tokens", "cache_read_tokens"})
 
 Kind = Literal["ledger", "messages", "unknown"]

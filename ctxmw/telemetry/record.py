@@ -17,7 +17,7 @@ from typing import Any
 
 import anyio
 
-from ctxmw._files import private_dirs, write_all
+from ctxmw._files import Beside, private_dirs, write_all
 from ctxmw.telemetry.alerts import Alert
 from ctxmw.telemetry.bust import Bust
 from ctxmw.telemetry.marks import CacheMark
@@ -154,8 +154,7 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
     Only the last extension is replaced (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` ->
     ``agent.ledger.jsonl``).
     """
-    path = Path(save_file)
-    return path.with_name(f"{path.stem if path.suffix else path.name}.ledger.jsonl")
+    return Beside.of(save_file).ledger
 
 
 def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
@@ -214,9 +213,8 @@ class LedgerWriter:
     """
 
     def __init__(self, path: str | os.PathLike[str]) -> None:
-        # A string, and the lock made by the first write of its own: a session's lines go out
-        # in the runtime's trip (append_now), and every object kept here is walked by each full
-        # gc pass, once per session alive.
+        # The lock is made by the first write of its own: a session's lines go out in the
+        # runtime's trip (append_now), which needs none.
         self._path = str(Path(path))
         self._lock: anyio.Lock | None = None
 

@@ -25,7 +25,6 @@ import logging
 import os
 from collections.abc import Callable, Iterable, Mapping, MutableMapping, Sequence
 from dataclasses import dataclass, replace
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +33,7 @@ import anyio
 from ctxmw.context.budget import Budget
 from ctxmw.context.tokens import input_window
 from ctxmw.settings import Settings
+from ctxmw.telemetry._fields import CallFacts, call_record, read_call_usage
 from ctxmw.telemetry.alerts import AlertRules, AlertState
 from ctxmw.telemetry.bust import (
     Bust,
@@ -47,7 +47,6 @@ from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.telemetry.default_ledger import ledger_writer
 from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
-from ctxmw.telemetry.marks import payload_marks
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.record import (
     CallHook,
@@ -57,15 +56,9 @@ from ctxmw.telemetry.record import (
     ledger_line,
 )
 from ctxmw.telemetry.record import log_record as _log_record
-from ctxmw.telemetry.response import cost_of, provider_of, reply_of
-from ctxmw.telemetry.rules import (
-    cache_minimum,
-    endpoint,
-    expected_cached_tokens,
-    resolve_rule,
-    self_hosted,
-)
-from ctxmw.telemetry.usage import UsageReport, read_stream_usage, read_usage, with_stream_usage
+from ctxmw.telemetry.response import provider_of, reply_of
+from ctxmw.telemetry.rules import endpoint, resolve_rule, self_hosted
+from ctxmw.telemetry.usage import UsageReport, with_stream_usage
 
 __all__ = ["CallRecorder"]
 
@@ -110,8 +103,6 @@ class CallRecorder:
         self.hooks = list(on_call)
         self.logger = logger if logger is not None else logging.getLogger("ctxmw")
         self.ledger = ledger_writer(save_file, ledger, self.settings)
-        # Tuples, the shared empty one when empty: an empty list is one more tracked object per
-        # session for every full gc pass to walk.
         self._held: tuple[bytes, ...] = ()  # ledger lines built by record(hold_ledger=True)
         self._digests = DigestSlots()
         self._tracker = PrefixTracker(token_counter, self._digests)
@@ -284,43 +275,27 @@ class CallRecorder:
             self._digests, self._tracker.tools_digest(tools), transcript, trace, side=side
         )
         prefix, bust = await self._measure(model, messages, tools, kw, rule, provider, shape, side)
-        usage = _read(response, stream)
-        if kw.get("mock_response") is not None:  # litellm made this usage up: not reported
-            usage = replace(usage, cache_read_tokens=None, cache_write_tokens=None, estimated=True)
+        usage = read_call_usage(response, stream, kw)
+        key = kw.get("prompt_cache_key") if isinstance(kw.get("prompt_cache_key"), str) else None
         self._tracker.note_reply(reply_of(response))
         self._count(usage)
         if not side:
             self._shape = shape
-        record = CallRecord(
-            ts=datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z"),
-            session=self.session,
-            call=self._calls,
-            round=round,
-            model=model,
-            provider=provider,
-            cache_rule=rule,
-            strategies=tuple(name for name, _ in trace or ()),
-            messages_in=len(transcript),
-            messages_out=len(messages),
-            calls_compacted=_stat_sum(stats, "calls_compacted"),
-            calls_dropped=_stat_sum(stats, "calls_dropped"),
-            epoch=_epoch(stats),
-            prompt_tokens_local=prefix.prompt_tokens,
-            prefix_tokens_local=prefix.prefix_tokens,
-            expected_cached_tokens=_expected(rule, model, provider, prefix),
-            prompt_tokens=prefix.prompt_tokens if usage.estimated else usage.prompt_tokens,
-            cache_read_tokens=None if usage.estimated else usage.cache_read_tokens,
-            cache_write_tokens=None if usage.estimated else usage.cache_write_tokens,
-            completion_tokens=usage.completion_tokens,
-            usage_estimated=usage.estimated,
-            cost_usd=cost_of(response, model, provider),
-            latency_s=round_latency(latency_s),
+        facts = CallFacts(
+            self.session, self._calls, round, model, provider, rule, kind, latency_s, key
+        )
+        record = call_record(
+            facts,
+            transcript=transcript,
+            messages=messages,
+            tools=tools,
+            trace=trace,
+            stats=stats,
+            prefix=prefix,
+            usage=usage,
+            response=response,
             bust=bust,
-            payload_digest=prefix.payload_digest,
             budget=self._budget(model, prefix),
-            kind=kind,
-            cache_marks=payload_marks(messages, tools, indices=prefix.marked),
-            prompt_cache_key=_key(kw.get("prompt_cache_key")),
         )
         return self._with_alerts(record)
 
@@ -406,56 +381,16 @@ class CallRecorder:
         return self._tracker.observe(*args, end_call=False)  # ended once the bust is named
 
 
-def _expected(rule: str, model: str, provider: str, prefix: PrefixResult) -> int:
-    """The cached tokens the provider's rule leads to expect, at most the prompt."""
-    expected = expected_cached_tokens(
-        rule,
-        prefix_tokens=prefix.prefix_tokens,
-        marked_prefix_tokens=prefix.marked_prefix_tokens,
-        minimum=cache_minimum(rule, model, provider or None),
-        partial_tokens=prefix.partial_tokens,
-        reply_tokens=prefix.reply_tokens,
-    )
-    return min(expected, prefix.prompt_tokens)
-
-
-def round_latency(seconds: float) -> float:
-    """Latency as stored in the ledger: seconds, to the microsecond."""
-    return round(max(seconds, 0.0), 6)
-
-
-def _read(response: object, stream: object | None) -> UsageReport:
-    if isinstance(response, list | tuple):
-        return read_stream_usage(response, stream)
-    return read_usage(response)
-
-
 def _as_list(messages: object) -> list[Any]:
     if isinstance(messages, list):
         return messages
     return list(messages) if isinstance(messages, Iterable) else []
 
 
-def _key(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
-def _stat_sum(stats: Mapping[str, Mapping[str, Any]], key: str) -> int:
-    return sum(int(entry.get(key, 0) or 0) for entry in stats.values())
-
-
-def _epoch(stats: Mapping[str, Mapping[str, Any]]) -> int | None:
-    for entry in stats.values():
-        value = entry.get("epoch")
-        if isinstance(value, int):
-            return value
-    return None
-
-
 @dataclass(slots=True)
 class _HeldLines:
-    """:meth:`CallRecorder.take_held`'s job: one tracked object where a ``functools.partial``
-    of a bound method is three, held by a call waiting for its commit's worker thread."""
+    """:meth:`CallRecorder.take_held`'s job: the held lines, appended to the ledger in the
+    commit's worker thread."""
 
     ledger: LedgerWriter
     data: bytes

@@ -36,9 +36,11 @@ __all__ = [
     "CACHE_RULES",
     "OPENAI_BLOCK",
     "OPENAI_MINIMUM",
+    "automatic_reads",
     "cache_minimum",
     "endpoint",
     "expected_cached_tokens",
+    "prefix_reads",
     "resolve_rule",
     "self_hosted",
     "uses_breakpoints",
@@ -129,14 +131,32 @@ def expected_cached_tokens(
             with it (``exact`` only: a token cache keeps what it generated).
     """
     if rule == "openai":
-        return 0 if prefix_tokens < OPENAI_MINIMUM else prefix_tokens // OPENAI_BLOCK * OPENAI_BLOCK
+        return automatic_reads(prefix_tokens)
     if rule == "breakpoints":
-        return marked_prefix_tokens if marked_prefix_tokens >= minimum else 0
+        return prefix_reads(marked_prefix_tokens, minimum)
     if rule == "gemini":
-        return prefix_tokens if prefix_tokens >= minimum else 0
+        return prefix_reads(prefix_tokens, minimum)
     if rule == "exact":
         return prefix_tokens + partial_tokens + reply_tokens
     return 0
+
+
+def automatic_reads(prefix_tokens: int) -> int:
+    """OpenAI-style automatic caching: the prefix in whole blocks, once it reaches the minimum.
+
+    The one estimate of automatic cache reads: the telemetry's expectation and replay's prices
+    both come from it.
+    """
+    return 0 if prefix_tokens < OPENAI_MINIMUM else prefix_tokens // OPENAI_BLOCK * OPENAI_BLOCK
+
+
+def prefix_reads(prefix_tokens: int, minimum: int) -> int:
+    """A cached prefix (up to a breakpoint, or whole) is read whole once it reaches ``minimum``.
+
+    The one estimate of such reads: the telemetry's expectation and replay's prices both come
+    from it.
+    """
+    return prefix_tokens if prefix_tokens >= minimum else 0
 
 
 def cache_minimum(rule: str, model: str, provider: str | None = None) -> int:

@@ -1,4 +1,4 @@
-"""The README's proxy example, started for real: ``litellm --config examples/proxy/config.yaml``.
+"""docs/fleet.md's proxy example, for real: ``litellm --config examples/proxy/config.yaml``.
 
 Its environment points the OpenAI deployments at the loopback upstream and the proxy's Redis at
 a loopback server; then ``examples/proxy/agent_client.py`` runs against it.
