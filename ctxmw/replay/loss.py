@@ -49,7 +49,7 @@ from ctxmw.context.survival import message_text
 from ctxmw.messages.form import role_of
 from ctxmw.strategies.offload import MARK
 
-__all__ = ["MIN_LENGTH", "CallLoss", "Lost", "ReferenceIndex", "distinctive"]
+__all__ = ["MIN_LENGTH", "CallLoss", "Lost", "ReferenceIndex", "action_text", "distinctive"]
 
 _HANDLE = re.compile(re.escape(MARK) + r"([0-9a-f]+):")
 _SHOWN: dict[bool, Literal["compacted", "dropped"]] = {True: "compacted", False: "dropped"}

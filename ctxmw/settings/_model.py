@@ -19,13 +19,13 @@ ENV_PREFIX = "CTXMW_"
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
 DEFAULT_COMPACTION_NOTICE = (
-    "[Context note from ctxmw] To fit the context window, older tool activity in this "
-    "conversation was compacted: {compacted} messages are shortened (marked '[compacted: ...]') "
-    "and {dropped} messages were removed. A removed or shortened result does not mean the tool "
-    "never ran: it ran and its full result was seen at the time. Do not repeat a tool call only "
-    "because an older result is no longer shown; repeat it only if you need fresh data."
+    "[Context note from ctxmw] {reason}, older tool activity in this conversation was "
+    "shortened: {compacted} messages are compacted (marked '[compacted: ...]': only the start "
+    "and end of a long text are kept) and {dropped} messages were removed. {recover} A shortened "
+    "or removed result does not mean the tool never ran: it ran and its full result was seen at "
+    "the time. Do not repeat a tool call only because an older result is no longer shown."
 )
-_NOTICE_FIELDS = {"compacted", "dropped"}
+_NOTICE_FIELDS = {"compacted", "dropped", "reason", "recover"}
 BustCause = Literal["tools", "system", "transcript", "strategy"]
 CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
 """Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
@@ -124,8 +124,9 @@ class Settings(BaseSettings):
     )
     compaction_notice: str = Field(
         DEFAULT_COMPACTION_NOTICE,
-        description="Text of the notice the epoch strategies insert; {compacted} and {dropped} "
-        "are replaced by counts.",
+        description="Text of the notice the shortening strategies insert; {compacted} and "
+        "{dropped} are replaced by counts, {reason} by why (cost or the context window), "
+        "{recover} by how to get the content back.",
     )
 
     cache_rule: str = Field(
@@ -152,6 +153,23 @@ class Settings(BaseSettings):
         40,
         ge=0,
         description="shorten_tools_economic: calls kept compacted before the full window.",
+    )
+    economic_keep_referenced: bool = Field(
+        False,
+        description="shorten_tools_economic: keep full every result the agent has drawn a path, "
+        "identifier or number from (see ctxmw.strategies._referenced), past the tiers.",
+    )
+    economic_small_result_chars: int = Field(
+        0,
+        ge=0,
+        description="shorten_tools_economic: a result of at most this many characters is never "
+        "compacted (compacting it saves next to nothing); 0: every result in the tier is.",
+    )
+    economic_full_tool_arguments: int | None = Field(
+        None,
+        ge=0,
+        description="shorten_tools_economic: calls before the boundary whose arguments stay full "
+        "(None: economic_full_tool_calls).",
     )
     economic_break_even: float = Field(
         2.0,
@@ -371,7 +389,8 @@ class Settings(BaseSettings):
         unknown = fields - _NOTICE_FIELDS
         if unknown:
             raise ValueError(
-                f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}"
+                f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}, "
+                "{reason}, {recover}"
             )
         return value
 

@@ -8,7 +8,7 @@ builds the prompt, reusing every unchanged message object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,6 +17,7 @@ from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, kept_copy
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
+from ctxmw.strategies._notice import notice_fields
 from ctxmw.strategies._rendered import Rendered
 from ctxmw.strategies._tiers import Region, keep_pairs
 from ctxmw.types import Messages
@@ -53,6 +54,7 @@ def render(
     memo: dict[str, Any] | None = None,
     owner: str = "",
     paired: bool = False,
+    fields: Mapping[str, str] | None = None,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -69,6 +71,8 @@ def render(
         owner: who keeps the memo entry (a strategy's name).
         paired: the regions already keep pairs and groups whole (the epoch plans'), so the
             pairing pass is skipped.
+        fields: the notice's ``{reason}`` and ``{recover}``
+            (:func:`~ctxmw.strategies._notice.notice_fields`; default: cost, not recoverable).
     """
     calls, results = bytes(call_side), bytes(result_side)
     if not paired:
@@ -85,7 +89,7 @@ def render(
             memo[slot] = done
         else:
             memo.pop(slot, None)
-    return _prompt(done, settings, notice, calls, results)
+    return _prompt(done, settings, notice, calls, results, fields)
 
 
 def _render_key(settings: Settings, notice: bool) -> tuple[Any, ...]:
@@ -117,7 +121,12 @@ def _extend(
 
 
 def _prompt(
-    done: Rendered, settings: Settings, notice: bool, calls: bytes, results: bytes
+    done: Rendered,
+    settings: Settings,
+    notice: bool,
+    calls: bytes,
+    results: bytes,
+    fields: Mapping[str, str] | None,
 ) -> tuple[Messages, Counts]:
     """The output (a new list) and its counts."""
     counts = Counts(
@@ -129,7 +138,9 @@ def _prompt(
     if not (notice and counts.changed):
         return done.body_with(None), counts
     text = settings.compaction_notice.format(
-        compacted=counts.messages_compacted, dropped=counts.messages_dropped
+        compacted=counts.messages_compacted,
+        dropped=counts.messages_dropped,
+        **(fields if fields is not None else notice_fields("cost", False)),
     )
     if done.notice is None or done.notice["content"] != text:
         done.notice = {"role": "user", "content": text}
