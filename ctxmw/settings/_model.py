@@ -171,6 +171,11 @@ class Settings(BaseSettings):
         description="shorten_tools_economic: calls before the boundary whose arguments stay full "
         "(None: economic_full_tool_calls).",
     )
+    economic_compacted_lines: bool = Field(
+        False,
+        description="shorten_tools_economic: a compacted result keeps whole lines (the first, "
+        "errors, definitions, paths, identifiers) rather than its head and tail.",
+    )
     economic_break_even: float = Field(
         2.0,
         gt=0,

@@ -71,6 +71,7 @@ def apply_plan(
     small: int = 0,
     arguments_full: int | None = None,
     reason: Reason = "cost",
+    lines: bool = False,
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
@@ -102,6 +103,7 @@ def apply_plan(
         owner=name,
         paired=True,
         fields=notice_fields(reason, offloads_before(ctx.chain, name)),
+        lines=lines,
     )
     stats: dict[str, Any] = asdict(plan)
     stats.update(asdict(counts), protected=len(protected))

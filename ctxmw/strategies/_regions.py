@@ -12,8 +12,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.compressors import apply_compressor, compressor_registry
+from ctxmw.context.compressors import apply_compressor, compressor_registry, get_compressor
 from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, kept_copy
+from ctxmw.messages.outline import outline
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
@@ -55,6 +56,7 @@ def render(
     owner: str = "",
     paired: bool = False,
     fields: Mapping[str, str] | None = None,
+    lines: bool = False,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -73,17 +75,19 @@ def render(
             pairing pass is skipped.
         fields: the notice's ``{reason}`` and ``{recover}``
             (:func:`~ctxmw.strategies._notice.notice_fields`; default: cost, not recoverable).
+        lines: a compacted text result keeps whole lines (:func:`~ctxmw.messages.outline.outline`)
+            rather than its head and tail; a tool's registered compressor still comes first.
     """
     calls, results = bytes(call_side), bytes(result_side)
     if not paired:
         calls, results = keep_pairs(index, calls, results)
-    key = _render_key(settings, notice)
+    key = (*_render_key(settings, notice), lines)
     slot = f"render:{owner}"
     # Taken out while it is cut and extended in place: a render that raises leaves no half.
     state = memo.pop(slot, None) if memo is not None else None
     reused = state is not None and state.reuse(messages, index, calls, results, key)
     done = state if state is not None and reused else Rendered.empty(key)
-    _extend(done, messages, index, calls, results, settings)
+    _extend(done, messages, index, calls, results, settings, lines)
     if memo is not None:
         if len(messages) <= MAX_MEMO_MESSAGES:
             memo[slot] = done
@@ -110,12 +114,14 @@ def _extend(
     calls: bytes,
     results: bytes,
     settings: Settings,
+    lines: bool,
 ) -> None:
     """Render ``messages`` past the kept head (``done.done`` messages)."""
     groups = index.groups
     for i in range(done.done, len(messages)):
         msg = messages[i]
-        done.add(i, msg, _render_one(i, msg, index, calls, results, settings), i in groups)
+        new = _render_one(i, msg, index, calls, results, settings, lines)
+        done.add(i, msg, new, i in groups)
     done.inputs = kept_copy(messages)
     done.calls, done.results = calls, results
 
@@ -163,6 +169,7 @@ def _render_one(
     calls: bytes,
     results: bytes,
     settings: Settings,
+    lines: bool = False,
 ) -> Any:
     members = index.groups.get(i)
     if members is not None:
@@ -177,6 +184,9 @@ def _render_one(
         return msg
     content = msg.get("content")
     call = index.calls[f - 1]
+    if lines and isinstance(content, str) and get_compressor(call.name) is None:
+        short_text = outline(content, settings.short_output_length)
+        return msg if short_text is content else {**msg, "content": short_text}
     # A compressor registered for this tool replaces generic truncation (compacted tier only).
     short = apply_compressor(
         content,

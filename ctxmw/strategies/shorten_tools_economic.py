@@ -112,6 +112,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         keep=keep,
         small=s.economic_small_result_chars,
         arguments_full=s.economic_full_tool_arguments,
+        lines=s.economic_compacted_lines,
         reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
     )
     ctx.stats[NAME].update(
