@@ -37,23 +37,67 @@ unchanged (the same object) holds a reference exactly when it is on that list.
 
 from __future__ import annotations
 
+import json
 import re
 from bisect import bisect_left, bisect_right
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from ctxmw.context.distinctive import MIN_LENGTH, action_text, distinctive
 from ctxmw.context.offload import handle_for
-from ctxmw.context.survival import message_text
-from ctxmw.messages.form import role_of
+from ctxmw.context.survival import content_text, message_text
+from ctxmw.messages.form import call_arguments, role_of, tool_calls_of
 from ctxmw.strategies.offload import MARK
 
-__all__ = ["MIN_LENGTH", "CallLoss", "Lost", "ReferenceIndex", "action_text", "distinctive"]
+__all__ = ["MIN_LENGTH", "CallLoss", "Lost", "ReferenceIndex", "distinctive"]
 
+MIN_LENGTH = 8
+"""The shortest distinctive string, in characters."""
+
+_RUN = re.compile(r"[A-Za-z0-9_./:\-]+")
+_TRIM = "./:-"
+_MARK = re.compile(r"[0-9_./:]|[A-Za-z0-9]-[A-Za-z0-9]|[a-z][A-Z]|[A-Z][A-Z][a-z]")
 _HANDLE = re.compile(re.escape(MARK) + r"([0-9a-f]+):")
 _SHOWN: dict[bool, Literal["compacted", "dropped"]] = {True: "compacted", False: "dropped"}
 _SEPARATOR = "\0"  # never inside a token: no search crosses from one message into the next
+
+
+def distinctive(text: str) -> list[str]:
+    """The distinctive strings of ``text``, each once, in order of first appearance."""
+    found: dict[str, None] = {}
+    for run in _RUN.findall(text):
+        token = run.strip(_TRIM)
+        if len(token) >= MIN_LENGTH and _MARK.search(token):
+            found[token] = None
+    return list(found)
+
+
+def action_text(message: Any) -> str:
+    """What an assistant message says: its text and the string values of its tool arguments."""
+    parts = [content_text(message.get("content")) if isinstance(message, Mapping) else ""]
+    for tc in tool_calls_of(message):
+        parts.extend(_strings(_decoded(call_arguments(tc))))
+    return "\n".join(part for part in parts if part)
+
+
+def _decoded(arguments: Any) -> Any:
+    if not isinstance(arguments, str):
+        return arguments
+    try:
+        return json.loads(arguments)
+    except ValueError:
+        return arguments  # a model's malformed arguments are still what it wrote
+
+
+def _strings(value: Any) -> Iterator[str]:
+    if isinstance(value, str):
+        yield value
+    elif isinstance(value, Mapping):
+        for item in value.values():
+            yield from _strings(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _strings(item)
 
 
 @dataclass(frozen=True, slots=True)

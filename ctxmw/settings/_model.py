@@ -154,23 +154,6 @@ class Settings(BaseSettings):
         ge=0,
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
-    economic_keep_referenced: bool = Field(
-        False,
-        description="shorten_tools_economic: keep full every result the agent has drawn a path, "
-        "identifier or number from (see ctxmw.strategies._referenced), past the tiers.",
-    )
-    economic_small_result_chars: int = Field(
-        0,
-        ge=0,
-        description="shorten_tools_economic: a result of at most this many characters is never "
-        "compacted (compacting it saves next to nothing); 0: every result in the tier is.",
-    )
-    economic_full_tool_arguments: int | None = Field(
-        None,
-        ge=0,
-        description="shorten_tools_economic: calls before the boundary whose arguments stay full "
-        "(None: economic_full_tool_calls).",
-    )
     economic_compacted_lines: bool = Field(
         False,
         description="shorten_tools_economic: a compacted result keeps whole lines (the first, "

@@ -67,36 +67,23 @@ def apply_plan(
     ctx: StrategyContext,
     name: str,
     *,
-    keep: Collection[int] = (),
-    small: int = 0,
-    arguments_full: int | None = None,
     reason: Reason = "cost",
     lines: bool = False,
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
-    ``keep``: more calls kept full (forward numbers). ``small``: a compacted call's result of at
-    most this many characters is shown full (compacting it would save next to nothing).
-    ``arguments_full``: calls before the boundary whose arguments stay full (default: as their
-    results). ``reason``: why the notice says this was done.
+    ``reason``: why the notice says this was done (cost or the window); ``lines``: compacted
+    results keep whole lines (:func:`~ctxmw.messages.outline.outline`).
     With a session memo, the previous call's output is reused up to the first message whose
     region changed (:func:`~ctxmw.strategies._regions.render`).
     """
     protected = index.protected(plan.pinned)
-    if keep:
-        protected = protected | frozenset(keep)
     regions = plan_regions(index, plan, protected)
-    results = _small_full(messages, index, regions, small) if small else regions
-    calls = regions
-    if arguments_full is not None:
-        calls = _arguments_compacted(
-            regions, len(index.calls) - plan.pinned + arguments_full, protected
-        )
     out, counts = render(
         messages,
         index,
-        calls,
-        results,
+        regions,
+        regions,
         ctx.settings,
         notice=True,
         memo=ctx.memo,
@@ -143,27 +130,4 @@ def plan_regions(index: ToolIndex, plan: EpochPlan, protected: Collection[int]) 
         for member in members:
             if member is not None and out[member - 1] == Region.DROPPED:
                 out[member - 1] = Region.COMPACTED
-    return bytes(out)
-
-
-def _small_full(messages: Messages, index: ToolIndex, regions: bytes, small: int) -> bytes:
-    """``regions`` with every compacted result of at most ``small`` characters shown full."""
-    out = bytearray(regions)
-    for f0, region in enumerate(regions):
-        if region == Region.COMPACTED:
-            content = messages[index.calls[f0].result_index].get("content")
-            if isinstance(content, str) and len(content) <= small:
-                out[f0] = Region.FULL
-    return bytes(out)
-
-
-def _arguments_compacted(regions: bytes, keep_full: int, protected: Collection[int]) -> bytes:
-    """``regions`` with the arguments of every full call older than the newest ``keep_full``
-    (protected ones aside) compacted."""
-    n = len(regions)
-    edge = max(n - keep_full, 0)
-    out = bytearray(regions)
-    for f0 in range(edge):
-        if out[f0] == Region.FULL and f0 + 1 not in protected:
-            out[f0] = Region.COMPACTED
     return bytes(out)

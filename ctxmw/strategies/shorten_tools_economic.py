@@ -55,7 +55,6 @@ from ctxmw.strategies._economic_schedule import step as _step
 from ctxmw.strategies._economics import DEFAULT_TTL, Economics, economics
 from ctxmw.strategies._epochs import apply_plan
 from ctxmw.strategies._notice import Reason
-from ctxmw.strategies._referenced import referenced_calls
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
@@ -98,20 +97,12 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
     if not fold.moves:
         return messages
     plan = boundary_plan(len(index.calls), fold.boundary, fold.previous, fold.moves, s)
-    keep = (
-        referenced_calls(messages, index, plan.pinned, ctx.memo)
-        if s.economic_keep_referenced
-        else ()
-    )
     out = apply_plan(
         messages,
         index,
         plan,
         ctx,
         NAME,
-        keep=keep,
-        small=s.economic_small_result_chars,
-        arguments_full=s.economic_full_tool_arguments,
         lines=s.economic_compacted_lines,
         reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
     )
