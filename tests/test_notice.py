@@ -16,6 +16,11 @@ from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls
 
 SONNET = "anthropic/claude-sonnet-4-5"
+TIERS = {
+    "economic_full_tool_calls": 5,
+    "economic_compacted_tool_calls": 40,
+    "economic_compacted_result_chars": 400,
+}
 
 
 def notice_of(prompt: Messages) -> str:
@@ -25,7 +30,7 @@ def notice_of(prompt: Messages) -> str:
 
 
 def economic(messages: Messages, chain: tuple[str, ...] = (), **overrides: Any) -> Messages:
-    ctx = StrategyContext(settings=Settings(**overrides), model=SONNET, chain=chain)
+    ctx = StrategyContext(settings=Settings(**TIERS, **overrides), model=SONNET, chain=chain)
     return shorten_tools_economic(messages, ctx)
 
 
@@ -77,7 +82,7 @@ def test_the_epoch_strategies_say_why_too() -> None:
 
 def test_a_custom_notice_may_use_every_field() -> None:
     custom = "{reason}: {compacted} short, {dropped} gone. {recover}"
-    ctx = StrategyContext(settings=Settings(compaction_notice=custom), model=SONNET)
+    ctx = StrategyContext(settings=Settings(compaction_notice=custom, **TIERS), model=SONNET)
     prompt = shorten_tools_economic(adjacent_calls(120), ctx)
     assert any(str(m.get("content", "")).startswith(REASONS["cost"]) for m in prompt)
 

@@ -144,20 +144,22 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        5,
+        20,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
     )
     economic_compacted_tool_calls: int = Field(
-        40,
+        80,
         ge=0,
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
-    economic_compacted_lines: bool = Field(
-        False,
-        description="shorten_tools_economic: a compacted result keeps whole lines (the first, "
-        "errors, definitions, paths, identifiers) rather than its head and tail.",
+    economic_compacted_result_chars: int = Field(
+        800,
+        ge=0,
+        description="shorten_tools_economic: characters of whole lines a compacted result keeps "
+        "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
+        "0: its head and tail, short_output_length characters, like the other strategies.",
     )
     economic_break_even: float = Field(
         2.0,

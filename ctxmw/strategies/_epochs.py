@@ -68,12 +68,13 @@ def apply_plan(
     name: str,
     *,
     reason: Reason = "cost",
-    lines: bool = False,
+    lines: int = 0,
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
     ``reason``: why the notice says this was done (cost or the window); ``lines``: compacted
-    results keep whole lines (:func:`~ctxmw.messages.outline.outline`).
+    results keep this many characters of whole lines (:func:`~ctxmw.messages.outline.outline`;
+    0: head and tail).
     With a session memo, the previous call's output is reused up to the first message whose
     region changed (:func:`~ctxmw.strategies._regions.render`).
     """

@@ -56,7 +56,7 @@ def render(
     owner: str = "",
     paired: bool = False,
     fields: Mapping[str, str] | None = None,
-    lines: bool = False,
+    lines: int = 0,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -75,8 +75,9 @@ def render(
             pairing pass is skipped.
         fields: the notice's ``{reason}`` and ``{recover}``
             (:func:`~ctxmw.strategies._notice.notice_fields`; default: cost, not recoverable).
-        lines: a compacted text result keeps whole lines (:func:`~ctxmw.messages.outline.outline`)
-            rather than its head and tail; a tool's registered compressor still comes first.
+        lines: a compacted text result keeps this many characters of whole lines
+            (:func:`~ctxmw.messages.outline.outline`) rather than its head and tail (0); a
+            tool's registered compressor still comes first.
     """
     calls, results = bytes(call_side), bytes(result_side)
     if not paired:
@@ -114,7 +115,7 @@ def _extend(
     calls: bytes,
     results: bytes,
     settings: Settings,
-    lines: bool,
+    lines: int,
 ) -> None:
     """Render ``messages`` past the kept head (``done.done`` messages)."""
     groups = index.groups
@@ -169,7 +170,7 @@ def _render_one(
     calls: bytes,
     results: bytes,
     settings: Settings,
-    lines: bool = False,
+    lines: int = 0,
 ) -> Any:
     members = index.groups.get(i)
     if members is not None:
@@ -185,7 +186,7 @@ def _render_one(
     content = msg.get("content")
     call = index.calls[f - 1]
     if lines and isinstance(content, str) and get_compressor(call.name) is None:
-        short_text = outline(content, settings.short_output_length)
+        short_text = outline(content, lines)
         return msg if short_text is content else {**msg, "content": short_text}
     # A compressor registered for this tool replaces generic truncation (compacted tier only).
     short = apply_compressor(

@@ -103,7 +103,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         plan,
         ctx,
         NAME,
-        lines=s.economic_compacted_lines,
+        lines=s.economic_compacted_result_chars,
         reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
     )
     ctx.stats[NAME].update(
