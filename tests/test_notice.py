@@ -77,7 +77,8 @@ def test_offload_after_the_strategy_promises_nothing() -> None:
 def test_the_epoch_strategies_say_why_too() -> None:
     ctx = StrategyContext(settings=Settings(), model=SONNET, chain=("shorten_tools_epoch",))
     text = notice_of(shorten_tools_epoch(adjacent_calls(120), ctx))
-    assert REASONS["cost"] in text and RECOVER[False] in text
+    assert REASONS["cost"] in text
+    assert RECOVER[False] in text
 
 
 def test_a_custom_notice_may_use_every_field() -> None:

@@ -48,7 +48,8 @@ def test_a_numbered_file_read_keeps_its_definitions() -> None:
 def test_one_line_over_the_budget_falls_back_to_head_and_tail() -> None:
     text = "x" * 5000
     out = outline(text, 400)
-    assert out.startswith("[compacted: 5000 chars") and len(out) < 500
+    assert out.startswith("[compacted: 5000 chars")
+    assert len(out) < 500
 
 
 @settings(deadline=None, max_examples=60)
