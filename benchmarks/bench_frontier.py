@@ -6,7 +6,8 @@ compacted result, its form); the baselines are the other strategy lists. Every c
 ``bench_quality.py``'s four sets is replayed through each (``ctxmw.replay``, litellm's prices of
 ``--model``), and one row per design prints: cost as a ratio to ``none`` (aggregate over the long
 sessions, under each caching model; the ``auto`` column replayed with ``cache_rule=openai``), the
-worst and mean hidden share per long session, and the same for the short runs. The rows are the
+worst and mean hidden share per long session (and the mean share only behind an offload handle),
+and the same for the short runs. The rows are the
 points of the frontier ``docs/economics.md`` shows.
 """
 
@@ -31,33 +32,34 @@ from ctxmw.types import Messages
 
 F = "economic_full_tool_calls"
 C = "economic_compacted_tool_calls"
+LINES = "economic_compacted_result_chars"  # 0: head and tail of short_output_length characters
 OUT = "short_output_length"
-LINES = "economic_compacted_lines"
+OFFLOAD = "offload,shorten_tools_economic,inbox,cache_breakpoints"
+
+
+def _tiers(full: int, compacted: int, lines: int, head_tail: int = 400) -> dict[str, int]:
+    return {F: full, C: compacted, LINES: lines, OUT: head_tail}
+
+
 DESIGNS: dict[str, tuple[str, Mapping[str, Any]]] = {
-    "5 full, 40 compacted, 400 chars (the old default)": (
-        "default",
-        {F: 5, C: 40, OUT: 400, LINES: False},
-    ),
-    "10 full, 40 compacted, 400 chars": ("default", {F: 10, C: 40, OUT: 400, LINES: False}),
-    "10 full, 80 compacted, 400 chars": ("default", {F: 10, C: 80, OUT: 400, LINES: False}),
-    "15 full, 60 compacted, 400 chars": ("default", {F: 15, C: 60, OUT: 400, LINES: False}),
-    "20 full, 80 compacted, 400 chars": ("default", {F: 20, C: 80, OUT: 400, LINES: False}),
-    "5 full, 40 compacted, 1,500 chars": ("default", {F: 5, C: 40, OUT: 1500, LINES: False}),
-    "10 full, 60 compacted, 1,200 chars": ("default", {F: 10, C: 60, OUT: 1200, LINES: False}),
-    "20 full, 80 compacted, 1,200 chars": ("default", {F: 20, C: 80, OUT: 1200, LINES: False}),
-    "30 full, 100 compacted, 400 chars": ("default", {F: 30, C: 100, OUT: 400, LINES: False}),
-    "10 full, 60 compacted, 1,200 chars of lines": (
-        "default",
-        {F: 10, C: 60, OUT: 1200, LINES: True},
-    ),
-    "20 full, 80 compacted, 1,200 chars of lines": (
-        "default",
-        {F: 20, C: 80, OUT: 1200, LINES: True},
-    ),
-    "the default": ("default", {}),
+    "5 full, 40 compacted, 400 chars head+tail": ("default", _tiers(5, 40, 0)),
+    "10 full, 40 compacted, 400 chars head+tail": ("default", _tiers(10, 40, 0)),
+    "10 full, 80 compacted, 400 chars head+tail": ("default", _tiers(10, 80, 0)),
+    "15 full, 60 compacted, 400 chars head+tail": ("default", _tiers(15, 60, 0)),
+    "20 full, 80 compacted, 400 chars head+tail": ("default", _tiers(20, 80, 0)),
+    "30 full, 100 compacted, 400 chars head+tail": ("default", _tiers(30, 100, 0)),
+    "5 full, 40 compacted, 1,500 chars head+tail": ("default", _tiers(5, 40, 0, 1500)),
+    "5 full, 40 compacted, 1,200 chars of lines": ("default", _tiers(5, 40, 1200)),
+    "10 full, 60 compacted, 800 chars of lines": ("default", _tiers(10, 60, 800)),
+    "20 full, 60 compacted, 800 chars of lines": ("default", _tiers(20, 60, 800)),
+    "20 full, 80 compacted, 400 chars of lines": ("default", _tiers(20, 80, 400)),
+    "20 full, 80 compacted, 800 chars of lines (default)": ("default", {}),
+    "20 full, 80 compacted, 1,200 chars of lines": ("default", _tiers(20, 80, 1200)),
+    "offload first, then the default": (OFFLOAD, {}),
     "shorten_tools_epoch_increment": ("shorten_tools_epoch_increment", {}),
     "clear_tool_results": ("clear_tool_results", {}),
 }
+"""Each design tried: the strategy list and the settings it changes."""
 
 
 def measure(args: tuple[str, str, Messages, str, Mapping[str, Any], str, bool]) -> tuple[Any, ...]:
@@ -73,7 +75,8 @@ def measure(args: tuple[str, str, Messages, str, Mapping[str, Any], str, bool]) 
         s, a = main.strategies[chain], auto.strategies[chain]
         cost = {**s.cost, "auto": a.cost["auto"]}
         none = main.strategies["none"].cost
-        return set_name, cost, none, max(s.hidden_share, a.hidden_share)
+        hidden = max(s.hidden_share, a.hidden_share)
+        return set_name, cost, none, hidden, max(s.recoverable_share, a.recoverable_share)
 
     return anyio.run(go)
 
@@ -86,6 +89,8 @@ def row(label: str, results: Sequence[tuple[Any, ...]]) -> str:
             cells.append(f"{sum(r[1][k] for r in rs) / sum(r[2][k] for r in rs):.3f}")
         hidden = [r[3] for r in rs]
         cells.append(f"{max(hidden):.2%} / {mean(hidden):.2%}")
+        if group == "long":
+            cells.append(f"{mean(r[4] for r in rs):.2%}")
     return "| " + " | ".join(cells) + " |"
 
 
@@ -98,10 +103,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     sets = anyio.run(load, args.quick)
     work = [(s, n, m) for s, convos in sets.items() for n, m in convos.items()]
     models = " | ".join(CACHING_MODELS)
-    print(
-        f"| design | long: {models} | hidden worst / mean | short: {models} | hidden worst / mean |"
-    )
-    print("|---" * (3 + 2 * len(CACHING_MODELS)) + "|")
+    head = f"long: {models} | hidden worst / mean | recoverable | short: {models}"
+    print(f"| design | {head} | hidden worst / mean |")
+    print("|---" * (4 + 2 * len(CACHING_MODELS)) + "|")
     started = time.perf_counter()
     with ProcessPoolExecutor(args.jobs) as pool:
         for label, (chain, overrides) in DESIGNS.items():
