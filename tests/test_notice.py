@@ -5,12 +5,14 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import pytest
 
 from ctxmw import Settings
 from ctxmw.errors import SettingsError
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.strategies._notice import REASONS, RECOVER
-from ctxmw.strategies.shorten_tools_economic import shorten_tools_economic
+from ctxmw.strategies.shorten_tools_economic import NAME, shorten_tools_economic
 from ctxmw.strategies.shorten_tools_epoch import shorten_tools_epoch
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls
@@ -91,3 +93,20 @@ def test_a_custom_notice_may_use_every_field() -> None:
 def test_an_unknown_field_names_the_allowed_ones() -> None:
     with pytest.raises(SettingsError, match=r"\{reason\}, \{recover\}"):
         Settings(compaction_notice="{why} gone")
+
+
+def test_what_the_notice_promises_back_keeps_its_handle() -> None:
+    # Offload first, then the default's compacted lines: every compacted result still shows the
+    # offload handle the notice tells the model to expand.
+    source = adjacent_calls(120)
+    for m in source:
+        if m.get("role") == "tool":
+            m["content"] = "\n".join(f"line {i} of {m['tool_call_id']}" for i in range(300))
+    s = Settings(offload_threshold=100, **TIERS)
+    chain = resolve_strategies("offload,shorten_tools_economic", s)
+    ctx = StrategyContext(settings=s, model=SONNET, memo={}, chain=("offload", NAME))
+    prompt = anyio.run(apply_strategies, source, chain, ctx)
+    compacted = [m for m in prompt if m.get("role") == "tool" and "[compacted:" in m["content"]]
+    assert compacted
+    assert all("[ctxmw offload " in m["content"] for m in compacted)
+    assert "ctxmw_expand" in notice_of(prompt)

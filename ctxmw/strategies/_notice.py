@@ -22,7 +22,7 @@ REASONS: dict[Reason, str] = {
 """How the notice opens, per reason."""
 
 RECOVER: dict[bool, str] = {
-    True: "A compacted result that starts with '[ctxmw offload HANDLE: ...' can be read back in "
+    True: "A compacted result that shows a '[ctxmw offload HANDLE: ...' line can be read back in "
     "full: call ctxmw_expand with that handle. A removed result cannot be read back: if you need "
     "it, run the tool again.",
     False: "Compacted and removed content cannot be read back from this conversation: if you need "
