@@ -285,8 +285,26 @@ def test_a_glob_matching_a_ledger_skips_it_with_a_note(
     assert main(["replay", *map(str, files), "--fast", "--json"]) == 0
     captured = capsys.readouterr()
     assert list(json.loads(captured.out)["transcripts"]) == [str(files[0])]
-    notes = captured.err.strip().splitlines()
+    notes = [line for line in captured.err.splitlines() if "skipped" in line]
     assert notes == [f"ctxmw replay: skipped {str(files[1])!r}: {LEDGER_NOTE}"]
+
+
+def test_progress_goes_to_stderr_one_line_per_step(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    files = []
+    for n in (1, 2):
+        path = tmp_path / f"run{n}.json"
+        path.write_text(json.dumps(synthetic_transcript(6, seed=n)))
+        files.append(str(path))
+    argv = ["replay", *files, "--fast", "--json", "--strategies", "shorten_tools"]
+    assert main(argv) == 0
+    captured = capsys.readouterr()
+    json.loads(captured.out)  # stdout stays one JSON object
+    steps = [line for line in captured.err.splitlines() if line.startswith("ctxmw replay: [")]
+    # two lists (shorten_tools and the baseline) x two transcripts, then one optimum each
+    assert [s.split("]")[0] for s in steps] == [f"ctxmw replay: [{k}/6" for k in range(1, 7)]
+    assert files[1] in steps[1] and "optimum" in steps[-1]
 
 
 @pytest.mark.anyio

@@ -128,6 +128,7 @@ async def _run(args: argparse.Namespace) -> ReplayResult:
         model=args.model,
         window=args.window,
         counter=ApproxCounter() if args.fast else LiteLLMCounter(),
+        progress=_note,
     )
 
 

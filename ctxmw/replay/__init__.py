@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from ctxmw.context.tokens import input_window
@@ -106,6 +106,7 @@ async def replay(
     settings: Settings | Mapping[str, Any] | None = None,
     tools: Sequence[Mapping[str, Any]] | None = None,
     optimal: bool = True,
+    progress: Callable[[str], None] | None = None,
 ) -> ReplayResult:
     """Replay ``transcripts`` through each strategy list and measure every call point.
 
@@ -121,6 +122,8 @@ async def replay(
         tools: the tool definitions the agent sent with every call (they lead every prompt).
         optimal: also compute the cheapest boundary schedule of each transcript
             (:mod:`ctxmw.replay.optimal`); ``cost_ratio_to_optimal`` is None without it.
+        progress: called with one line after each transcript of each strategy list and each
+            optimum (``ctxmw replay`` prints them on stderr); default: silent.
 
     Raises:
         UsageError: an unknown strategy, an unpriced model, or no call point at all.
@@ -138,6 +141,7 @@ async def replay(
     shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
     run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
     run.references = [ReferenceIndex(messages) for messages in named.values()]
+    run.progress = _Progress(progress, len(lists) * len(named) + (len(named) if optimal else 0))
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
     optima = [run.optimum(messages) for messages in named.values()] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
@@ -152,19 +156,22 @@ class _Run:
     settings: Settings
     tools: Sequence[Mapping[str, Any]] | None = None
     references: list[ReferenceIndex] = dataclasses.field(default_factory=list)
+    progress: _Progress | None = None
 
     async def strategy_list(
         self, name: str, chain: list[NamedStrategy], transcripts: Mapping[str, Messages]
     ) -> StrategyFigures:
         calls: list[CallFigures] = []
         kept: list[Retention] = []
-        for t, messages in enumerate(transcripts.values()):
+        for t, (path, messages) in enumerate(transcripts.items()):
             kept.append(await self._transcript(t, messages, chain, calls))
+            if self.progress is not None:
+                self.progress.step(f"{name}: {path} ({len(call_points(messages))} calls)")
         return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
 
     def optimum(self, messages: Messages) -> Optimum:
         """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
-        return optimal_schedule(
+        best = optimal_schedule(
             messages,
             call_points(messages),
             model=self.model,
@@ -175,6 +182,9 @@ class _Run:
             minimum=breakpoint_minimum(self.model),
             tools=self.tools,
         )
+        if self.progress is not None:
+            self.progress.step(f"optimum: {len(call_points(messages))} calls")
+        return best
 
     async def _transcript(
         self, t: int, messages: Messages, chain: list[NamedStrategy], out: list[CallFigures]
@@ -205,6 +215,20 @@ class _Run:
             previous = body
             last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()
+
+
+@dataclasses.dataclass(slots=True)
+class _Progress:
+    """Counts finished steps and reports each as ``[k/n] what`` (nothing without a callback)."""
+
+    report: Callable[[str], None] | None
+    total: int
+    done: int = 0
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.report is not None:
+            self.report(f"[{self.done}/{self.total}] {what}")
 
 
 class _SharedCounts:
