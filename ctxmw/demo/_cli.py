@@ -72,7 +72,8 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
     label = "simulated provider" if simulated else "provider"
     tools = ", ".join(sorted({f"{r.tool_calls:,}" for r in rows}))
     text = _wrapped(
-        f"model calls: one per step of the agent (its {tools} tool calls, several at once in some "
+        "calls: model calls, one per step of the agent "
+        f"(its {tools} tool calls, several at once in some "
         "steps, and the final answer). prompt: tokens sent over the whole session; peak: the "
         f"largest prompt. read: prompt tokens the {label} reported as read from its cache; "
         "expected: what ctxmw expected it to read, from what was sent; hit: read over prompt. "

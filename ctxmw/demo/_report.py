@@ -12,7 +12,7 @@ __all__ = ["ProgressBar", "format_rows"]
 
 COLUMNS = (
     "strategies",
-    "model calls",
+    "calls",
     "prompt",
     "peak",
     "read",
