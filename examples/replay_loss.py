@@ -20,7 +20,7 @@ from ctxmw.replay.coding import swe_run
 from ctxmw.replay.loss import ReferenceIndex
 
 LISTS = ["default", "shorten_tools_epoch_increment", "clear_tool_results"]
-# Small tiers so that a short run shows the effect (the defaults keep 5 full and 40 compacted).
+# Small tiers so that a short run shows the effect (the defaults keep 20 full and 80 compacted).
 SETTINGS = {
     "economic_full_tool_calls": 3,
     "economic_compacted_tool_calls": 6,

@@ -120,6 +120,19 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert (out / "cache.png").stat().st_size > 10_000
     check_replay_agrees(out, "shorten_tools_epoch_increment")
     check_replay_agrees(out, "shorten_tools_economic")
+    # The hidden column is replay's loss measure of each row's own transcript.
+    assert rows["none"][-1] == "0.0%"
+    for name in ("shorten_tools", "shorten_tools_economic"):
+        assert rows[name][-1] == f"{hidden_share(out, name):.1%}"
+
+
+def hidden_share(out: Path, name: str) -> float:
+    transcript = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
+    settings = {"cache_rule": "openai"}
+    result = anyio.run(
+        lambda: replay({name: transcript}, [name], model=SIMULATED_MODEL, settings=settings)
+    )
+    return result.strategies[name].hidden_share
 
 
 @pytest.mark.slow

@@ -27,6 +27,7 @@ SMALL = Settings(
     economic_full_tool_calls=2,
     economic_compacted_tool_calls=3,
     short_output_length=60,
+    economic_compacted_result_chars=60,
     short_string_length=30,
 )
 SONNET = "anthropic/claude-sonnet-4-5"

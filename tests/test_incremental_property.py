@@ -32,6 +32,7 @@ OTHER = {
     "epoch_full_tool_calls": 1,
     "economic_full_tool_calls": 1,
     "short_output_length": 40,
+    "economic_compacted_result_chars": 40,
     "epoch_size": 2,
 }
 CONFIGS = (Settings(**SMALL), Settings(**OTHER))

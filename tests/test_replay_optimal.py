@@ -33,6 +33,7 @@ TIERS = {
     "economic_full_tool_calls": 2,
     "economic_compacted_tool_calls": 3,
     "short_output_length": 60,
+    "economic_compacted_result_chars": 60,
 }
 
 

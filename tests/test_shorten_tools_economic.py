@@ -29,10 +29,17 @@ from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import adjacent_calls, call_points, classify, transcripts
 
 SONNET = "anthropic/claude-sonnet-4-5"
+NARROW = {
+    "economic_full_tool_calls": 5,
+    "economic_compacted_tool_calls": 40,
+    "economic_compacted_result_chars": 400,
+}
+"""Tiers narrow enough that a few hundred short calls move the boundary often (and fit 30k)."""
 SMALL = {
     "economic_full_tool_calls": 2,
     "economic_compacted_tool_calls": 3,
     "short_output_length": 60,
+    "economic_compacted_result_chars": 60,
 }
 
 
@@ -112,13 +119,19 @@ def test_each_move_comes_when_the_rent_reaches_the_rewrite() -> None:
 
 def test_the_tiers_are_its_own_settings_not_the_epoch_strategies() -> None:
     source = adjacent_calls(400)
-    prompt, ctx = prompt_at(source, overrides={"epoch_full_tool_calls": 3})
+    overrides = {"epoch_full_tool_calls": 3, "economic_compacted_result_chars": 60}
+    prompt, ctx = prompt_at(source, overrides=overrides)
     boundary = ctx.stats[NAME]["pinned"]
     regions = classify(source, prompt)
-    # Every call after the boundary and the 5 before it are full; 40 compacted before them.
-    assert regions["full"] == list(range(boundary - 4, 401))
-    assert regions["compacted"] == list(range(boundary - 44, boundary - 4))
-    s = Settings(economic_full_tool_calls=4, economic_compacted_tool_calls=7)
+    # Every call after the boundary and the tier before it are full; then the compacted tier.
+    full, compacted = Settings().economic_full_tool_calls, Settings().economic_compacted_tool_calls
+    assert regions["full"] == list(range(boundary - full + 1, 401))
+    assert regions["compacted"] == list(range(boundary - full - compacted + 1, boundary - full + 1))
+    s = Settings(
+        economic_full_tool_calls=4,
+        economic_compacted_tool_calls=7,
+        economic_compacted_result_chars=60,
+    )
     narrow, c = prompt_at(source, overrides=s.model_dump())
     regions = classify(source, narrow)
     pinned = c.stats[NAME]["pinned"]
@@ -148,7 +161,7 @@ def test_cache_breakpoints_marks_the_stable_prefix_of_the_default() -> None:
 def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
     # No mark sits at the head's end, so after a move the head is written again, not read.
     source = _big_head(120)
-    s = Settings(economic_guard=None, economic_guard_automatic=None)  # the rent rule alone
+    s = Settings(economic_guard=None, economic_guard_automatic=None, **NARROW)  # rent alone
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
@@ -158,7 +171,12 @@ def test_a_breakpoint_move_pays_for_rewriting_the_head_too() -> None:
             assert rent >= s.economic_break_even * moved * (econ.write - econ.read), p
     # Automatic prefix caching reads the head back: the same session moves sooner.
     gpt = moves_of(
-        source, SONNET, cache_rule="openai", economic_guard=None, economic_guard_automatic=None
+        source,
+        SONNET,
+        cache_rule="openai",
+        economic_guard=None,
+        economic_guard_automatic=None,
+        **NARROW,
     )
     assert gpt[0][0] < moves[0][0]
 
@@ -189,7 +207,7 @@ def test_a_marked_head_is_read_back_after_a_breakpoint_move() -> None:
     # priced as rewriting only what follows the head, and the same session moves sooner.
     source = _big_head(120)
     free = {"economic_guard": None, "economic_guard_automatic": None}
-    s = Settings(economic_head_mark=True, **free)
+    s = Settings(economic_head_mark=True, **free, **NARROW)
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)
@@ -199,14 +217,14 @@ def test_a_marked_head_is_read_back_after_a_breakpoint_move() -> None:
             continue
         purchase = (moved - sizes.head) * (econ.write - econ.read)
         assert (p in dict(moves)) == (rent >= s.economic_break_even * purchase), p
-    assert moves[0][0] < moves_of(source, SONNET, **free)[0][0]
+    assert moves[0][0] < moves_of(source, SONNET, **free, **NARROW)[0][0]
 
 
 def _first_move(source: Messages, spec: str, **overrides: Any) -> int:
     """Where the boundary first moves (call points in order) under the chain ``spec``."""
     from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 
-    s = Settings(**overrides)
+    s = Settings(**{**NARROW, **overrides})
     memo: dict[str, Any] = {}
     for p in call_points(source):
         ctx = StrategyContext(settings=s, model=SONNET, memo=memo)
@@ -261,7 +279,7 @@ def test_a_long_session_is_compacted_and_stays_valid() -> None:
 
 def test_never_over_the_window_while_the_tiers_fit() -> None:
     source = adjacent_calls(200)
-    s = Settings(context_window=30_000)
+    s = Settings(context_window=30_000, **NARROW)
     sizes = measure(source, index_tools(source), s)
     econ = economics(SONNET, s)
     moves = economic_moves(sizes, points(source), econ, s)

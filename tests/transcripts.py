@@ -197,5 +197,6 @@ SMALL_WINDOWS: dict[str, Any] = {
     "max_tool_chars": 600,
     "short_string_length": 30,
     "short_output_length": 60,
+    "economic_compacted_result_chars": 60,
     "clear_tool_results_trigger": 0,
 }

@@ -73,12 +73,15 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
     label = "simulated provider" if simulated else "provider"
     tools = ", ".join(sorted({f"{r.tool_calls:,}" for r in rows}))
     text = _wrapped(
-        f"model calls: one per step of the agent (its {tools} tool calls, several at once in some "
+        "calls: model calls, one per step of the agent "
+        f"(its {tools} tool calls, several at once in some "
         "steps, and the final answer). prompt: tokens sent over the whole session; peak: the "
         f"largest prompt. read: prompt tokens the {label} reported as read from its cache; "
         "expected: what ctxmw expected it to read, from what was sent; hit: read over prompt. "
         "results: the tool results the model still saw at the last call: full / compacted / "
-        "cleared to a placeholder / all of them.",
+        "cleared to a placeholder / all of them. hidden: of the paths, names and numbers the "
+        "agent's next action took from a tool result, the share its prompt no longer showed "
+        "(every call; ctxmw replay measures it the same way).",
         f"files in {out}/: one transcript (*.jsonl), its ledger (*.ledger.jsonl) and its lock "
         "file (*.jsonl.lock, empty when free) per row.",
     )

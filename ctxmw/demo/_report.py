@@ -12,7 +12,7 @@ __all__ = ["ProgressBar", "format_rows"]
 
 COLUMNS = (
     "strategies",
-    "model calls",
+    "calls",
     "prompt",
     "peak",
     "read",
@@ -20,6 +20,7 @@ COLUMNS = (
     "hit",
     "cost",
     "results",
+    "hidden",
 )
 """Short headers (the footer explains each): the table fits 120 columns."""
 
@@ -51,6 +52,7 @@ def _cells(row: DemoRow) -> tuple[str, ...]:
         f"{row.hit_rate:.1%}",
         cost,
         f"{results}/{row.results_total}",
+        f"{row.hidden:.1%}",
     )
 
 

@@ -15,13 +15,14 @@ from ctxmw._files import Beside
 from ctxmw._litellm import load_litellm
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._script import PlanStep, ToolBox, make_plan
-from ctxmw.replay import DEFAULT_STRATEGY_LISTS
+from ctxmw.errors import UsageError
+from ctxmw.replay import DEFAULT_STRATEGY_LISTS, replay
 from ctxmw.replay.figures import Retention, retention
 from ctxmw.runtime.session import Session
 from ctxmw.settings import Settings
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import CallRecord
-from ctxmw.telemetry.counters import LiteLLMCounter
+from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "check_strategies", "run_demo"]
@@ -51,6 +52,9 @@ class DemoRow:
     results_compacted: int
     results_cleared: int
     results_total: int
+    hidden: float = 0.0
+    """Share of the references the model's next action took from a tool result that the prompt
+    no longer showed (:mod:`ctxmw.replay.loss`), over every call of the session."""
 
     @property
     def hit_rate(self) -> float:
@@ -162,6 +166,7 @@ async def _run_one(
     )
     await session.ask(TASK)
     kept = await _retention(session.messages, spec)
+    hidden = await _hidden(session.messages, spec, target.model, bool(target.provider))
     return DemoRow(
         strategies=spec,
         calls=len(records),
@@ -175,6 +180,7 @@ async def _run_one(
         results_compacted=kept.compacted,
         results_cleared=kept.cleared,
         results_total=kept.results,
+        hidden=hidden,
     )
 
 
@@ -185,6 +191,17 @@ async def _retention(transcript: Messages, spec: str) -> Retention:
     ctx = StrategyContext(settings=resolved)
     prompt = await apply_strategies(transcript[:last], resolve_strategies(spec, resolved), ctx)
     return retention(transcript[:last], prompt, ctx.stats)
+
+
+async def _hidden(transcript: Messages, spec: str, model: str, simulated: bool) -> float:
+    """What the model lost, replayed call by call as the session sent it (no model call)."""
+    settings = {"cache_rule": "openai"} if simulated else None
+    kw: dict[str, Any] = {"counter": ApproxCounter(), "settings": settings, "optimal": False}
+    try:
+        found = await replay({"demo": transcript}, [spec], model=model, **kw)
+    except UsageError:  # a model litellm does not price: replay it at the simulated one's
+        found = await replay({"demo": transcript}, [spec], model=SIMULATED_MODEL, **kw)
+    return found.strategies[spec].hidden_share
 
 
 def _cost(records: Sequence[CallRecord]) -> float | None:

@@ -27,7 +27,7 @@ __all__ = [
 ENV_PREFIX = "CTXMW_"
 CACHE_RULES = ("auto", "openai", "breakpoints", "gemini", "exact", "none")
 """Names ``cache_rule`` accepts; ``ctxmw.telemetry.rules`` documents each."""
-_NOTICE_FIELDS = {"compacted", "dropped"}
+_NOTICE_FIELDS = {"compacted", "dropped", "reason", "recover"}
 
 
 def empty_is_unset(value: str | None) -> str | None:
@@ -60,7 +60,8 @@ def notice(value: str) -> str:
     unknown = fields - _NOTICE_FIELDS
     if unknown:
         raise ValueError(
-            f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}"
+            f"unknown placeholder(s) {sorted(unknown)}; allowed: {{compacted}}, {{dropped}}, "
+            "{reason}, {recover}"
         )
     return value
 

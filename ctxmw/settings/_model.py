@@ -17,11 +17,11 @@ from ctxmw.settings._checks import CACHE_RULES, ENV_PREFIX
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
 DEFAULT_COMPACTION_NOTICE = (
-    "[Context note from ctxmw] To fit the context window, older tool activity in this "
-    "conversation was compacted: {compacted} messages are shortened (marked '[compacted: ...]') "
-    "and {dropped} messages were removed. A removed or shortened result does not mean the tool "
-    "never ran: it ran and its full result was seen at the time. Do not repeat a tool call only "
-    "because an older result is no longer shown; repeat it only if you need fresh data."
+    "[Context note from ctxmw] {reason}, older tool activity in this conversation was "
+    "shortened: {compacted} messages are compacted (marked '[compacted: ...]': only part of "
+    "a long text is kept) and {dropped} messages were removed. {recover} A shortened "
+    "or removed result does not mean the tool never ran: it ran and its full result was seen at "
+    "the time. Do not repeat a tool call only because an older result is no longer shown."
 )
 BustCause = Literal["tools", "system", "transcript", "strategy"]
 
@@ -119,8 +119,9 @@ class Settings(BaseSettings):
     )
     compaction_notice: str = Field(
         DEFAULT_COMPACTION_NOTICE,
-        description="Text of the notice the epoch strategies insert; {compacted} and {dropped} "
-        "are replaced by counts.",
+        description="Text of the notice the shortening strategies insert; {compacted} and "
+        "{dropped} are replaced by counts, {reason} by why (cost or the context window), "
+        "{recover} by how to get the content back.",
     )
 
     cache_rule: str = Field(
@@ -138,15 +139,22 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        5,
+        20,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
     )
     economic_compacted_tool_calls: int = Field(
-        40,
+        80,
         ge=0,
         description="shorten_tools_economic: calls kept compacted before the full window.",
+    )
+    economic_compacted_result_chars: int = Field(
+        1200,
+        ge=0,
+        description="shorten_tools_economic: characters of whole lines a compacted result keeps "
+        "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
+        "0: its head and tail, short_output_length characters, like the other strategies.",
     )
     economic_break_even: float = Field(
         2.0,

@@ -78,8 +78,9 @@ class SizeTable:
 
     @classmethod
     def for_settings(cls, settings: Settings) -> SizeTable:
-        """An empty table with the compacted caps of ``settings``."""
-        return cls((settings.short_output_length + _MARKER, settings.short_string_length + _MARKER))
+        """An empty table with the compacted caps of ``settings`` (the economic strategy's)."""
+        result = settings.economic_compacted_result_chars or settings.short_output_length
+        return cls((result + _MARKER, settings.short_string_length + _MARKER))
 
     def cut(self, start: int, calls: int) -> None:
         """Forget messages ``start..`` and calls ``calls + 1..``."""

@@ -7,6 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ctxmw.messages.pairs import Call, ToolIndex, call_key
+from ctxmw.strategies._notice import Reason, notice_fields, offloads_before
 from ctxmw.strategies._regions import Region, render
 from ctxmw.types import Messages, StrategyContext
 
@@ -60,10 +61,20 @@ def repeat_positions(calls: Sequence[Call]) -> list[int]:
 
 
 def apply_plan(
-    messages: Messages, index: ToolIndex, plan: EpochPlan, ctx: StrategyContext, name: str
+    messages: Messages,
+    index: ToolIndex,
+    plan: EpochPlan,
+    ctx: StrategyContext,
+    name: str,
+    *,
+    reason: Reason = "cost",
+    lines: int = 0,
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
+    ``reason``: why the notice says this was done (cost or the window); ``lines``: compacted
+    results keep this many characters of whole lines (:func:`~ctxmw.messages.outline.outline`;
+    0: head and tail).
     With a session memo, the previous call's output is reused up to the first message whose
     region changed (:func:`~ctxmw.strategies._regions.render`).
     """
@@ -79,6 +90,8 @@ def apply_plan(
         memo=ctx.memo,
         owner=name,
         paired=True,
+        fields=notice_fields(reason, offloads_before(ctx.chain, name)),
+        lines=lines,
     )
     stats: dict[str, Any] = asdict(plan)
     stats.update(asdict(counts), protected=len(protected))

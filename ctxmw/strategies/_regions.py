@@ -8,15 +8,17 @@ builds the prompt, reusing every unchanged message object.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.context.compressors import apply_compressor, compressor_registry
+from ctxmw.context.compressors import apply_compressor, compressor_registry, get_compressor
 from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, kept_copy
+from ctxmw.messages.outline import outline
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments
 from ctxmw.settings import Settings
+from ctxmw.strategies._notice import notice_fields
 from ctxmw.strategies._rendered import Rendered
 from ctxmw.strategies._tiers import Region, keep_pairs
 from ctxmw.types import Messages
@@ -53,6 +55,8 @@ def render(
     memo: dict[str, Any] | None = None,
     owner: str = "",
     paired: bool = False,
+    fields: Mapping[str, str] | None = None,
+    lines: int = 0,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -69,23 +73,28 @@ def render(
         owner: who keeps the memo entry (a strategy's name).
         paired: the regions already keep pairs and groups whole (the epoch plans'), so the
             pairing pass is skipped.
+        fields: the notice's ``{reason}`` and ``{recover}``
+            (:func:`~ctxmw.strategies._notice.notice_fields`; default: cost, not recoverable).
+        lines: a compacted text result keeps this many characters of whole lines
+            (:func:`~ctxmw.messages.outline.outline`) rather than its head and tail (0); a
+            tool's registered compressor still comes first.
     """
     calls, results = bytes(call_side), bytes(result_side)
     if not paired:
         calls, results = keep_pairs(index, calls, results)
-    key = _render_key(settings, notice)
+    key = (*_render_key(settings, notice), lines)
     slot = f"render:{owner}"
     # Taken out while it is cut and extended in place: a render that raises leaves no half.
     state = memo.pop(slot, None) if memo is not None else None
     reused = state is not None and state.reuse(messages, index, calls, results, key)
     done = state if state is not None and reused else Rendered.empty(key)
-    _extend(done, messages, index, calls, results, settings)
+    _extend(done, messages, index, calls, results, settings, lines)
     if memo is not None:
         if len(messages) <= MAX_MEMO_MESSAGES:
             memo[slot] = done
         else:
             memo.pop(slot, None)
-    return _prompt(done, settings, notice, calls, results)
+    return _prompt(done, settings, notice, calls, results, fields)
 
 
 def _render_key(settings: Settings, notice: bool) -> tuple[Any, ...]:
@@ -106,18 +115,25 @@ def _extend(
     calls: bytes,
     results: bytes,
     settings: Settings,
+    lines: int,
 ) -> None:
     """Render ``messages`` past the kept head (``done.done`` messages)."""
     groups = index.groups
     for i in range(done.done, len(messages)):
         msg = messages[i]
-        done.add(i, msg, _render_one(i, msg, index, calls, results, settings), i in groups)
+        new = _render_one(i, msg, index, calls, results, settings, lines)
+        done.add(i, msg, new, i in groups)
     done.inputs = kept_copy(messages)
     done.calls, done.results = calls, results
 
 
 def _prompt(
-    done: Rendered, settings: Settings, notice: bool, calls: bytes, results: bytes
+    done: Rendered,
+    settings: Settings,
+    notice: bool,
+    calls: bytes,
+    results: bytes,
+    fields: Mapping[str, str] | None,
 ) -> tuple[Messages, Counts]:
     """The output (a new list) and its counts."""
     counts = Counts(
@@ -129,7 +145,9 @@ def _prompt(
     if not (notice and counts.changed):
         return done.body_with(None), counts
     text = settings.compaction_notice.format(
-        compacted=counts.messages_compacted, dropped=counts.messages_dropped
+        compacted=counts.messages_compacted,
+        dropped=counts.messages_dropped,
+        **(fields if fields is not None else notice_fields("cost", False)),
     )
     if done.notice is None or done.notice["content"] != text:
         done.notice = {"role": "user", "content": text}
@@ -152,6 +170,7 @@ def _render_one(
     calls: bytes,
     results: bytes,
     settings: Settings,
+    lines: int = 0,
 ) -> Any:
     members = index.groups.get(i)
     if members is not None:
@@ -166,6 +185,9 @@ def _render_one(
         return msg
     content = msg.get("content")
     call = index.calls[f - 1]
+    if lines and isinstance(content, str) and get_compressor(call.name) is None:
+        short_text = outline(content, lines)
+        return msg if short_text is content else {**msg, "content": short_text}
     # A compressor registered for this tool replaces generic truncation (compacted tier only).
     short = apply_compressor(
         content,

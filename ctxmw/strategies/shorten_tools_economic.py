@@ -41,7 +41,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from ctxmw.messages.pairs import index_tools
+from ctxmw.messages.pairs import ToolIndex, index_tools
+from ctxmw.settings import Settings
 from ctxmw.strategies._economic_memo import CHARS_PER_TOKEN, FoldState, SizeTable, resume_fold
 from ctxmw.strategies._economic_schedule import (
     Sizes,
@@ -53,6 +54,7 @@ from ctxmw.strategies._economic_schedule import (
 from ctxmw.strategies._economic_schedule import step as _step
 from ctxmw.strategies._economics import DEFAULT_TTL, Economics, economics
 from ctxmw.strategies._epochs import apply_plan
+from ctxmw.strategies._notice import Reason
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
@@ -91,11 +93,19 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         sizes = sizes_of(table, messages, index)
         return lambda state, point: _step(state, point, sizes, econ, s, cold)
 
-    _, fold = resume_fold(messages, index, s, key, cold, ctx.memo, f"{NAME}:fold", make_step)
+    table, fold = resume_fold(messages, index, s, key, cold, ctx.memo, f"{NAME}:fold", make_step)
     if not fold.moves:
         return messages
     plan = boundary_plan(len(index.calls), fold.boundary, fold.previous, fold.moves, s)
-    out = apply_plan(messages, index, plan, ctx, NAME)
+    out = apply_plan(
+        messages,
+        index,
+        plan,
+        ctx,
+        NAME,
+        lines=s.economic_compacted_result_chars,
+        reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
+    )
     ctx.stats[NAME].update(
         rule=econ.rule,
         moves=fold.moves,
@@ -103,6 +113,13 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         full_tool_calls=s.economic_full_tool_calls,
     )
     return out
+
+
+def _reason(sizes: Sizes, index: ToolIndex, boundary: int, econ: Economics, s: Settings) -> Reason:
+    """Why the boundary stands where it is: the window, when everything would not have fit at
+    the call point it moved at, else cost (decided by the boundary alone: a stable notice)."""
+    point = index.calls[boundary - 1].result_index + 1 if boundary else 0
+    return "window" if sizes.prompt(point, 0, s) > econ.limit else "cost"
 
 
 def _marks_head_later(chain: Sequence[str]) -> bool:
