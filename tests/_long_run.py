@@ -25,6 +25,13 @@ from ctxmw.messages.validate import scan
 
 RESULT_CHARS = 4096  # the 4 KB tool results of the acceptance run
 CALLS = 120  # the calls of the acceptance run
+SHORTENING_TIERS = {
+    "economic_full_tool_calls": 5,
+    "economic_compacted_tool_calls": 40,
+    "economic_compacted_result_chars": 0,
+}
+"""Tiers narrower than the default's, so a 120-call run is shortened wherever ctxmw sits: the
+default keeps 100 calls before its boundary, so it sends this run whole."""
 
 
 def big_result(i: int) -> str:

@@ -88,6 +88,15 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 
 @pytest.fixture
+def shortening_tiers(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Settings read from here on use ``tests._long_run.SHORTENING_TIERS``."""
+    from tests._long_run import SHORTENING_TIERS
+
+    for name, value in SHORTENING_TIERS.items():
+        monkeypatch.setenv(f"CTXMW_{name.upper()}", str(value))
+
+
+@pytest.fixture
 def anyio_backend() -> str:
     # litellm is asyncio-only.
     return "asyncio"

@@ -75,6 +75,7 @@ def test_run_streamed(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shortening_tiers")
 def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"
     counter = itertools.count(1)
@@ -86,7 +87,7 @@ def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None
     server = ScriptedProvider(tool_rounds=CALLS - 1)
     with scripted_provider_thread(server) as (_, base), calls_through() as passed:
         agent = make_agent(base, save_file, tools=[read_log])
-        agent.model.metadata = {"ctxmw": {"save_file": str(save_file)}}  # the default strategies
+        agent.model.metadata = {"ctxmw": {"save_file": str(save_file)}}  # the default chain
         agent.run("Find the error in the logs.")
     found = audit(server.prompts, passed)
     print(found.line("agno"))

@@ -81,6 +81,7 @@ def test_every_call_goes_through_ctxmw_and_is_saved(tmp_path: Path) -> None:
 
 
 @pytest.mark.slow
+@pytest.mark.usefixtures("shortening_tiers")
 def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"
     with (

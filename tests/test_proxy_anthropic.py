@@ -11,7 +11,7 @@ import pytest
 from fastapi import HTTPException
 
 from ctxmw.proxy._anthropic import ORIGIN, AnthropicTranslation
-from tests._long_run import audit
+from tests._long_run import SHORTENING_TIERS, audit
 from tests._proxy_routes import (
     ANTHROPIC,
     anthropic_answer,
@@ -98,7 +98,7 @@ def test_a_mark_added_by_a_strategy_lands_on_the_block() -> None:
 
 
 async def test_a_long_conversation_is_shortened_valid_and_as_prefix_stable_as_chat() -> None:
-    hook, chat_hook = make_hook(), make_hook()
+    hook, chat_hook = make_hook(**SHORTENING_TIERS), make_hook(**SHORTENING_TIERS)
     upstream, chat_upstream, passed = [], [], []
     for n in range(CALLS):
         body = anthropic_request(n)

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ctxmw.proxy._responses import ORIGIN, ResponsesTranslation
-from tests._long_run import audit
+from tests._long_run import SHORTENING_TIERS, audit
 from tests._proxy_routes import (
     RESPONSES,
     make_hook,
@@ -61,7 +61,7 @@ def test_a_string_input_stays_a_string() -> None:
 
 
 async def test_a_long_conversation_is_shortened_valid_and_as_prefix_stable_as_chat() -> None:
-    hook, chat_hook = make_hook(), make_hook()
+    hook, chat_hook = make_hook(**SHORTENING_TIERS), make_hook(**SHORTENING_TIERS)
     upstream, chat_upstream, passed = [], [], []
     for n in range(CALLS):
         body = responses_request(n)

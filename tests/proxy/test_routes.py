@@ -18,7 +18,7 @@ import httpx
 import pytest
 import yaml
 
-from tests._long_run import audit
+from tests._long_run import SHORTENING_TIERS, audit
 from tests._proxy_routes import ANTHROPIC, RESPONSES, make_hook, send
 from tests._route_formats import anthropic_request, responses_output, responses_request
 from tests.proxy._harness import MASTER_KEY, Replica
@@ -55,7 +55,7 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
         ],
         "general_settings": {"master_key": MASTER_KEY},
         "litellm_settings": {"callbacks": ["ctxmw.proxy.hook"]},
-        "ctxmw": {"ledger": str(ledger), "replica": "replica"},
+        "ctxmw": {"ledger": str(ledger), "replica": "replica", "settings": SHORTENING_TIERS},
     }
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -124,7 +124,7 @@ def test_a_long_codex_conversation_on_v1_responses_and_a_chained_turn(served: Se
 
 async def _in_process(route: tuple[str, str], bodies: list[dict[str, Any]]) -> list[Any]:
     """What the hook computes for the same conversation, without a proxy."""
-    hook, out = make_hook(), []
+    hook, out = make_hook(**SHORTENING_TIERS), []
     for body in bodies:
         request = {k: v for k, v in body.items() if k not in ("model", "stream")}
         sent = (await send(hook, route, request, {})).kwargs
