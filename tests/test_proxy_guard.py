@@ -142,3 +142,57 @@ async def test_an_answer_without_cache_figures_is_recorded_and_counted(tmp_path:
     assert ledger_of(data)["cache_read_tokens"] is None
     lines = (tmp_path / "r1.jsonl").read_text().splitlines()
     assert [json.loads(line)["session"] for line in lines] == [scoped()]
+
+
+class SlowSaves(MemoryState):
+    """A state whose writes fail once ``broken`` is set (reads still answer)."""
+
+    broken = False
+
+    async def set(self, key: str, value: str, ttl_s: int = 3600) -> None:
+        if self.broken:
+            raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+        await super().set(key, value, ttl_s)
+
+
+async def test_measuring_slower_than_the_state_timeout_keeps_its_record(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A loaded replica's first call may take seconds to measure (a tokenizer loads); only the
+    # shared state's waits are bounded by state_timeout, so the call keeps its ledger line.
+    from ctxmw.telemetry.recorder import CallRecorder
+
+    measure = CallRecorder.record
+
+    async def slow(self: CallRecorder, **kwargs: Any) -> Any:
+        await anyio.sleep(0.5)
+        return await measure(self, **kwargs)
+
+    monkeypatch.setattr(CallRecorder, "record", slow)
+    hook = make_hook(
+        MemoryState(), state_timeout=0.2, ledger=str(tmp_path / "{replica}.jsonl"), replica="r1"
+    )
+    before = failures("telemetry")
+    _, data = await send(hook, history(2))
+    assert ledger_of(data)["round"] == 0
+    assert len((tmp_path / "r1.jsonl").read_text().splitlines()) == 1
+    assert failures("telemetry") == before
+
+
+async def test_a_record_the_state_cannot_save_is_still_published_and_counted(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    state = SlowSaves()
+    hook = make_hook(
+        state, state_timeout=0.2, ledger=str(tmp_path / "{replica}.jsonl"), replica="r1"
+    )
+    await send(hook, history(2))
+    state.broken = True  # Redis refuses writes while the second call is measured
+    before = failures("telemetry")
+    with caplog.at_level(logging.WARNING, logger="ctxmw"):
+        _, data = await send(hook, history(4))
+    assert ledger_of(data)["round"] == 1
+    assert len((tmp_path / "r1.jsonl").read_text().splitlines()) == 2
+    assert failures("telemetry") == before + 1
+    assert "telemetry failed (ConnectionError)" in caplog.text
+    assert "Connection refused" not in caplog.text

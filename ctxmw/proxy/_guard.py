@@ -6,7 +6,8 @@
   ``open`` sends the caller's messages upstream unchanged (no strategy, no inbox), logged and
   counted.
 - **After the provider answered** (telemetry, the shared state's commit, the ledger, metrics):
-  never an error. Each stage is bounded by the same timeout, and a failure is logged without
+  never an error. Each stage's use of the shared state is bounded by the same timeout (local
+  work, such as measuring the call, is not), and a failure is logged without
   any content (the exception's type only) and counted in ``ctxmw_failures_total{stage}``;
   the client gets the answer it paid for.
 """
@@ -46,9 +47,10 @@ async def before_upstream(work: Callable[[], Awaitable[T]], seconds: float) -> T
 
 
 async def after_answer(
-    stage: str, work: Callable[[], Awaitable[object]], seconds: float, metrics: Metrics
+    stage: str, work: Callable[[], Awaitable[object]], seconds: float | None, metrics: Metrics
 ) -> bool:
-    """Run one stage after the answer; a failure is logged and counted, never raised.
+    """Run one stage after the answer, within ``seconds`` (``None``: the stage bounds its own
+    waits); a failure is logged and counted, never raised.
 
     Returns:
         Whether the stage completed.

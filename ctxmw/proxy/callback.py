@@ -47,7 +47,7 @@ from ctxmw.proxy._side_call import DeploymentCall
 from ctxmw.proxy.config import ProxyConfig, load_config
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
 from ctxmw.proxy.metrics import Metrics
-from ctxmw.proxy.telemetry import FleetRecorders
+from ctxmw.proxy.telemetry import FleetRecorders, Unsaved
 from ctxmw.proxy.tenancy import scoped_identity, tenant_overrides
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.runtime.options import pop_ctxmw_entries
@@ -284,12 +284,17 @@ class CtxmwProxyHook(CustomLogger):
         async def measure() -> None:
             nonlocal record
             shaped = _translation(pending).telemetry(response)  # a chat response's shape
-            record = await self._telemetry().record(pending, shaped)
+            try:
+                record = await self._telemetry().record(pending, shaped, self._timeout)
+            except Unsaved as exc:
+                record = exc.record  # published all the same; the failure is still counted
+                raise
 
         async def settle() -> None:
             await self.state.settle(conversation, call_id)
 
-        await after_answer("telemetry", measure, self._timeout, self._metrics)
+        # The state's reads and writes are bounded inside; the measuring is local work.
+        await after_answer("telemetry", measure, None, self._metrics)
         if pending.notes:
             await after_answer("inbox settle", settle, self._timeout, self._metrics)
         if record is not None:

@@ -6,6 +6,10 @@ with a fresh version; the next request, on any replica, measures against it. A r
 served the previous request too keeps its recorder in memory and only reads the version (a
 few bytes); another replica reads the whole state once and continues from it. Records are thus
 the ones a single process would write.
+
+Only the shared state's reads and writes are bounded by the proxy's ``state_timeout``; the
+measuring itself is local work, which a loaded replica may take longer over (a first call
+loads a tokenizer) without losing its record.
 """
 
 from __future__ import annotations
@@ -17,16 +21,29 @@ import uuid
 from collections import OrderedDict
 from typing import Any
 
+import anyio
+
+from ctxmw.proxy._guard import StateUnavailable
 from ctxmw.proxy._pending import Pending
 from ctxmw.settings import Settings
 from ctxmw.state import State, key
 from ctxmw.telemetry.record import CallRecord
 from ctxmw.telemetry.recorder import CallRecorder
 
-__all__ = ["FleetRecorders"]
+__all__ = ["FleetRecorders", "Unsaved"]
 
 _quiet = logging.getLogger("ctxmw.proxy.recorder")
 _quiet.propagate = False  # the proxy logs the record itself, once, with its conversation
+
+
+class Unsaved(StateUnavailable):
+    """A call was measured, but its recorder state could not be saved to the shared state in
+    time: ``record`` is still the call's record (the next call measures against an older
+    state)."""
+
+    def __init__(self, record: CallRecord, cause: BaseException) -> None:
+        super().__init__(type(cause).__name__)
+        self.record = record
 
 
 class FleetRecorders:
@@ -44,10 +61,19 @@ class FleetRecorders:
         self._max = max_local
         self._ttl = ttl_s
 
-    async def record(self, pending: Pending, response: object) -> CallRecord:
-        """Measure one finished request against the conversation's previous one, and save."""
+    async def record(self, pending: Pending, response: object, state_timeout: float) -> CallRecord:
+        """Measure one finished request against the conversation's previous one, and save.
+
+        Raises:
+            StateUnavailable: the state could not be read within ``state_timeout`` (no record).
+            Unsaved: the record, measured, but not saved within ``state_timeout``.
+        """
         conversation = pending.identity.conversation
-        recorder, round_ = await self._recorder(conversation, pending.settings)
+        try:
+            with anyio.fail_after(state_timeout):
+                recorder, round_ = await self._recorder(conversation, pending.settings)
+        except Exception as exc:
+            raise StateUnavailable(type(exc).__name__) from exc
         wire = pending.wire
         record = await recorder.record(
             model=str(wire.get("model", "")),
@@ -59,7 +85,11 @@ class FleetRecorders:
             latency_s=time.perf_counter() - pending.started if pending.started else 0.0,
             round=round_,
         )
-        await self._save(conversation, recorder, round_ + 1)
+        try:
+            with anyio.fail_after(state_timeout):
+                await self._save(conversation, recorder, round_ + 1)
+        except Exception as exc:
+            raise Unsaved(record, exc) from exc
         return record
 
     async def _recorder(self, conversation: str, settings: Settings) -> tuple[CallRecorder, int]:
