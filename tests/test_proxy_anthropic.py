@@ -8,7 +8,6 @@ import json
 from typing import Any
 
 import pytest
-from fastapi import HTTPException
 
 from ctxmw.proxy._anthropic import ORIGIN, AnthropicTranslation
 from tests._long_run import SHORTENING_TIERS, audit
@@ -133,6 +132,7 @@ async def test_a_streamed_answer_is_recorded_with_its_cache_reads() -> None:
 
 
 async def test_a_block_that_is_not_an_object_is_a_400() -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException  # the proxy extra
     body = {"messages": [{"role": "user", "content": ["not a block"]}]}
     with pytest.raises(HTTPException) as caught:
         await send(make_hook(), ANTHROPIC, body, anthropic_answer(0))
