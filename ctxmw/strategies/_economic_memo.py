@@ -7,9 +7,8 @@ state after every call point. A call re-derives only past the first message that
 past a call point whose cache turned cold since); the decision itself is the strategy's own pure
 ``step`` function, passed in.
 
-The states are kept as plain tuples of numbers: the collector stops tracking such a tuple the
-first time it sees it, where a :class:`FoldState` (an instance) would stay tracked, one per call
-point, and lengthen every full gc pass of a process holding many conversations.
+The states are kept as plain tuples of numbers, not :class:`FoldState` instances (why:
+"Many sessions in one process" in docs/performance.md).
 """
 
 from __future__ import annotations

@@ -22,6 +22,7 @@ from typing import Any
 
 from ctxmw import _litellm
 from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.telemetry.response import provider_of
 from ctxmw.telemetry.rules import endpoint, self_hosted
 
 __all__ = ["conversation_key", "takes_prompt_cache_key", "with_prompt_cache_key"]
@@ -38,8 +39,6 @@ def with_prompt_cache_key(kwargs: MutableMapping[str, Any]) -> MutableMapping[st
     model = str(kwargs.get("model", ""))
     if "prompt_cache_key" in kwargs or not messages or not _candidate(model, kwargs):
         return kwargs
-    from ctxmw.telemetry.response import provider_of
-
     if not takes_prompt_cache_key(model, provider_of(model, kwargs), endpoint(kwargs)):
         return kwargs
     return {**kwargs, "prompt_cache_key": conversation_key(messages)}
