@@ -75,6 +75,15 @@ def audit(
     )
 
 
+def assert_kept_promises(found: Audit, name: str) -> None:
+    """Print ``name``'s line, then check the acceptance run: every call sent, no prompt invalid,
+    nothing duplicated or re-sent, the last prompt at least 60% shorter than the history."""
+    print(found.line(name))
+    promises = (found.calls, found.invalid, found.duplicates, found.resent)
+    assert promises == (CALLS, 0, 0, 0), found.line(name)
+    assert found.reduction >= 0.6, found.line(name)
+
+
 def _duplicates(sent: list[str], had: list[str]) -> int:
     extra = Counter(sent) - Counter(had)
     return sum(n for key, n in extra.items() if key in had)

@@ -28,7 +28,7 @@ import yaml
 from tests._fleet_convo import chat_completion
 from tests._redis import free_port
 
-__all__ = ["MASTER_KEY", "TENANT_KEYS", "Replica", "Upstream", "write_config"]
+__all__ = ["MASTER_KEY", "TENANT_KEYS", "Replica", "Upstream", "reply", "write_config"]
 
 MASTER_KEY = "sk-ctxmw-fleet-test-4f1c9b"  # 1.110 refuses no key and the well-known sk-1234
 
@@ -119,19 +119,24 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
                 out, kind = _sse(answer), "text/event-stream"
             else:
                 out = json.dumps(answer).encode()
-            try:
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-            except OSError:
-                pass  # the proxy that asked was killed
+            reply(self, out, kind)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler
+
+
+def reply(handler: BaseHTTPRequestHandler, out: bytes, kind: str) -> None:
+    """Answer 200 with ``out`` (of content type ``kind``) to a loopback upstream's request."""
+    try:
+        handler.send_response(200)
+        handler.send_header("content-type", kind)
+        handler.send_header("content-length", str(len(out)))
+        handler.end_headers()
+        handler.wfile.write(out)
+    except OSError:
+        pass  # the proxy that asked is gone (killed, or it gave up)
 
 
 def _sse(answer: dict[str, Any]) -> bytes:

@@ -25,6 +25,7 @@ from tests._route_formats import (
     responses_problems,
     responses_turn,
 )
+from tests.proxy._harness import reply
 
 __all__ = ["RouteUpstream"]
 
@@ -178,14 +179,7 @@ def _handler(upstream: RouteUpstream) -> type[BaseHTTPRequestHandler]:
                 kind = "text/event-stream"
             else:
                 out, kind = json.dumps(answer).encode(), "application/json"
-            try:
-                self.send_response(200)
-                self.send_header("content-type", kind)
-                self.send_header("content-length", str(len(out)))
-                self.end_headers()
-                self.wfile.write(out)
-            except OSError:
-                pass  # the proxy that asked is gone
+            reply(self, out, kind)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
