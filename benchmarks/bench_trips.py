@@ -15,8 +15,6 @@ Trips are counted by a wrapper this script installs around both doors to a worke
 from __future__ import annotations
 
 import argparse
-import asyncio
-import asyncio.base_events
 import json
 import sys
 import tempfile
@@ -25,9 +23,10 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.to_thread
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from _trips import Trips
 
 import ctxmw  # ctxmw first: it keeps litellm offline
 from ctxmw.testing import FakeCompletion, text, tool_calls
@@ -35,33 +34,6 @@ from ctxmw.types import Messages
 
 MODEL = "openai/gpt-4o-mini"
 QUIET = {"telemetry": False}
-
-
-class Trips:
-    """Counts worker-thread trips once installed; :meth:`take` returns the count and resets it."""
-
-    count = 0
-
-    @classmethod
-    def install(cls) -> None:
-        run_sync = anyio.to_thread.run_sync
-        run_in_executor = asyncio.base_events.BaseEventLoop.run_in_executor
-
-        async def counted(func: Any, *args: Any, **kwargs: Any) -> Any:
-            cls.count += 1
-            return await run_sync(func, *args, **kwargs)
-
-        def counted_executor(loop: Any, executor: Any, func: Any, *args: Any) -> Any:
-            cls.count += 1
-            return run_in_executor(loop, executor, func, *args)
-
-        anyio.to_thread.run_sync = counted  # type: ignore[assignment]
-        asyncio.base_events.BaseEventLoop.run_in_executor = counted_executor  # type: ignore[method-assign]
-
-    @classmethod
-    def take(cls) -> int:
-        count, cls.count = cls.count, 0
-        return count
 
 
 def add(a: int, b: int) -> int:
