@@ -63,9 +63,8 @@ from ctxmw.telemetry.usage import UsageReport, with_stream_usage
 __all__ = ["CallRecorder"]
 
 # A call with more never-seen messages than this (a first call on a long resumed transcript)
-# counts them ahead in chunks, giving the loop back between chunks. Not in a worker thread:
-# CPU work there competes with the loop for the interpreter lock (a thousand sessions' worth
-# stretched every loop step).
+# counts them ahead in chunks on the loop, giving it back between chunks (why on the loop:
+# docs/performance.md, "Where the time of a call goes").
 _COUNT_AHEAD = 64
 
 
