@@ -130,7 +130,7 @@ def test_the_memo_holds_one_entry_per_strategy_whatever_the_calls() -> None:
 
 
 def test_inputs_over_the_bound_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module in (_incremental, pairs, _regions):
+    for module in (_incremental, _regions):
         monkeypatch.setattr(module, "MAX_MEMO_MESSAGES", 50)
     memo: dict[str, Any] = {}
     history = adjacent_calls(40)

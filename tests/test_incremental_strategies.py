@@ -79,7 +79,7 @@ def test_the_first_strategy_keeps_one_copy_of_the_input() -> None:
     memo: dict[str, Any] = {}
     for history in growing_rounds(60, 3):
         run_chain(history, "shorten_tools_epoch", memo)
-    index_inputs = memo["tool_index:shorten_tools_epoch"][0]
+    index_inputs = memo["tool_index:shorten_tools_epoch"].inputs
     assert memo["render:shorten_tools_epoch"].inputs is index_inputs
     assert index_inputs == history
     assert index_inputs is not history
@@ -107,6 +107,6 @@ def test_a_strategy_that_passes_its_input_on_shares_it_with_the_next() -> None:
     memo: dict[str, Any] = {}
     for history in growing_rounds(60, 3):
         run_chain(history, "repair_tool_pairs,shorten_tools_epoch", memo)
-    clean = memo["repair_tool_pairs:clean"]
-    assert memo["tool_index:shorten_tools_epoch"][0] is clean
+    clean = memo["repair_tool_pairs:clean"].inputs
+    assert memo["tool_index:shorten_tools_epoch"].inputs is clean
     assert memo["render:shorten_tools_epoch"].inputs is clean

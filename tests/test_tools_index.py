@@ -28,9 +28,9 @@ def test_a_grown_transcript_extends_the_memo_instead_of_rereading() -> None:
     msgs = adjacent_calls(60)
     memo: dict[str, Any] = {}
     index_tools(msgs[:40], memo, "x")
-    indexer = memo["tool_index:x"][1]
+    indexer = memo["tool_index:x"].state
     grown = index_tools(msgs, memo, "x")
-    assert memo["tool_index:x"][1] is indexer
+    assert memo["tool_index:x"].state is indexer
     assert grown == index_tools(msgs)
 
 

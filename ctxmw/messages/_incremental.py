@@ -9,20 +9,23 @@ ones, for a renderer that passes unchanged messages on as this call's own object
 :func:`resume_point` steps back to the start of a tool group
 that is still open there, whose pairing the new messages may change.
 
-The callers store the previous input beside what they derived. The strategy chain compares its
-own input with the previous call's once per call and publishes the answer (:class:`Shared`) in
-the session's memo until a strategy returns another list: the helpers of the strategies that
-read that input (the tool index, the renderer, the economic fold) compare the very same two
-lists, so :func:`common_prefix` and :func:`same_prefix` answer from it, and :func:`kept_copy`
-hands them the chain's copy to keep (one copy of the input per call, not one per helper).
+A strategy keeps what it derived with :func:`keep` (the input beside the state, under a slot of
+the memo) and picks it up on the next call with :func:`resume`, which answers where the input
+first changed; the state is cut back to there and extended with the new messages.
+
+The strategy chain compares its own input with the previous call's once per call and publishes
+the answer (:class:`Shared`) in the session's memo until a strategy returns another list: the
+strategies that read that input compare the very same two lists, so :func:`common_prefix` and
+:func:`same_prefix` answer from it, and :func:`kept_copy` hands them the chain's copy to keep
+(one copy of the input per call, not one per strategy).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from operator import is_, is_not
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ctxmw.messages._memo import active_memo
 
@@ -30,12 +33,17 @@ __all__ = [
     "GROWN_SLOT",
     "MAX_MEMO_MESSAGES",
     "SHARED_SLOT",
+    "Kept",
     "Shared",
     "common_prefix",
+    "keep",
     "kept_copy",
+    "resume",
     "resume_point",
     "same_prefix",
 ]
+
+T = TypeVar("T")
 
 SHARED_SLOT = "chain:shared"
 
@@ -79,6 +87,45 @@ def kept_copy(messages: Sequence[Any]) -> list[Any]:
     """A copy of ``messages`` for a memo to keep: the chain's own while its first strategy runs."""
     found = _shared(messages)
     return found.inputs if found is not None else list(messages)
+
+
+@dataclass(slots=True)
+class Kept(Generic[T]):
+    """What a memo keeps under one slot: the input a state was derived from, and the state."""
+
+    inputs: list[Any]
+    state: T
+    key: Hashable = None
+
+
+def resume(
+    memo: dict[str, Any] | None, slot: str, messages: Sequence[Any], key: Hashable = None
+) -> tuple[int, T | None]:
+    """Where work on ``messages`` resumes: the first message that changed since the input kept
+    under ``slot`` (made under the same ``key``), and the state derived from it; (0, None) when
+    nothing is kept. The state is the kept object itself: cut it back to that index, then extend.
+    """
+    kept = memo.get(slot) if memo is not None else None
+    if not isinstance(kept, Kept) or kept.key != key:
+        return 0, None
+    return common_prefix(kept.inputs, messages), kept.state
+
+
+def keep(
+    memo: dict[str, Any] | None,
+    slot: str,
+    messages: Sequence[Any],
+    state: Any,
+    key: Hashable = None,
+) -> None:
+    """Keep ``state``, derived from ``messages``, under ``slot`` for the next call's
+    :func:`resume` (nothing is kept for an input over :data:`MAX_MEMO_MESSAGES`)."""
+    if memo is None:
+        return
+    if len(messages) > MAX_MEMO_MESSAGES:
+        memo.pop(slot, None)
+        return
+    memo[slot] = Kept(kept_copy(messages), state, key)
 
 
 def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:

@@ -13,12 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.messages._incremental import (
-    MAX_MEMO_MESSAGES,
-    common_prefix,
-    kept_copy,
-    resume_point,
-)
+from ctxmw.messages._incremental import keep, resume, resume_point
 from ctxmw.messages._memo import memoised
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_arguments, call_name
@@ -134,17 +129,14 @@ def index_tools(
     if memo is None:
         return _Indexer().feed(messages, 0).index
     key = f"tool_index:{owner}"
-    seen: tuple[list[Any], _Indexer] | None = memo.get(key)
-    if seen is None:
+    start, indexer = resume(memo, key, messages)
+    if indexer is None:
         indexer = _Indexer().feed(messages, 0)
     else:
-        start = resume_point(messages, common_prefix(seen[0], messages))
-        indexer = seen[1].truncate(start, messages) if start > 0 else _Indexer()
+        start = resume_point(messages, start)
+        indexer = indexer.truncate(start, messages) if start > 0 else _Indexer()
         indexer.feed(messages, start)
-    if len(messages) <= MAX_MEMO_MESSAGES:
-        memo[key] = (kept_copy(messages), indexer)
-    else:
-        memo.pop(key, None)
+    keep(memo, key, messages, indexer)
     return indexer.index
 
 

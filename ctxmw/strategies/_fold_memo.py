@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, kept_copy
+from ctxmw.messages._incremental import common_prefix, keep, resume
 
 __all__ = ["kept_counts", "kept_result", "turn_starts"]
 
@@ -37,9 +37,8 @@ def kept_counts(
         seen = memo["fold:counts"] = (key, {})
         memo.pop(slot, None)
     known: dict[int, tuple[Any, int]] = seen[1]
-    kept = memo.get(slot)
-    start = common_prefix(kept[0], messages) if kept is not None and kept[2] == key else 0
-    head: list[int] = kept[1][:start] if kept is not None and start else []
+    start, kept = resume(memo, slot, messages, key)
+    head: list[int] = kept[:start] if kept is not None and start else []
     tail = messages[start:]
     new = [msg for msg in tail if known.get(id(msg), (None,))[0] is not msg]
     for msg, tokens in zip(new, count(new), strict=True):
@@ -49,8 +48,7 @@ def kept_counts(
         live = {id(msg) for msg in messages}
         for k in [k for k in known if k not in live]:
             del known[k]
-    if len(messages) <= MAX_MEMO_MESSAGES:
-        memo[slot] = (kept_copy(messages), counts, key)
+    keep(memo, slot, messages, counts, key)
     return counts
 
 
@@ -58,12 +56,10 @@ def turn_starts(
     messages: Sequence[Any], memo: dict[str, Any] | None, slot: str, starts: Callable[[Any], bool]
 ) -> list[int]:
     """Indices of the messages that start a turn, read on from the first changed message."""
-    kept = memo.get(slot) if memo is not None else None
-    begin = common_prefix(kept[0], messages) if kept is not None else 0
-    found: list[int] = kept[1][: bisect_left(kept[1], begin)] if kept is not None else []
+    begin, kept = resume(memo, slot, messages)
+    found: list[int] = kept[: bisect_left(kept, begin)] if kept is not None else []
     found += [i for i in range(begin, len(messages)) if starts(messages[i])]
-    if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
-        memo[slot] = (kept_copy(messages), found)
+    keep(memo, slot, messages, found)
     return found
 
 

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix
+from ctxmw.messages._incremental import keep, resume
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan
@@ -103,7 +103,6 @@ _SLOT = "cache_breakpoints:marks"
 class _Marks:
     """The marks the previous input already carried: per message, and where."""
 
-    inputs: list[Any]
     counts: array[int]
     marked: list[int]
 
@@ -114,10 +113,9 @@ def _existing_marks(messages: Messages, memo: dict[str, Any] | None) -> tuple[in
     The memo keeps the previous input's counts: only messages past the first one that changed
     are looked at.
     """
-    kept = memo.get(_SLOT) if memo is not None else None
-    start = common_prefix(kept.inputs, messages) if isinstance(kept, _Marks) else 0
+    start, kept = resume(memo, _SLOT, messages)
     if not isinstance(kept, _Marks) or start == 0:
-        kept = _Marks([], array("q"), [])
+        kept = _Marks(array("q"), [])
     del kept.counts[start:]
     del kept.marked[bisect_left(kept.marked, start) :]
     for i in range(start, len(messages)):
@@ -125,9 +123,7 @@ def _existing_marks(messages: Messages, memo: dict[str, Any] | None) -> tuple[in
         kept.counts.append(n)
         if n or is_marked(messages[i]):
             kept.marked.append(i)
-    kept.inputs = list(messages)
-    if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
-        memo[_SLOT] = kept
+    keep(memo, _SLOT, messages, kept)
     return sum(kept.counts), set(kept.marked)
 
 

@@ -30,7 +30,7 @@ from typing import Any
 
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.errors import UsageError
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, common_prefix, kept_copy
+from ctxmw.messages._incremental import keep, resume
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy
@@ -105,32 +105,19 @@ clear_tool_results = register_strategy("clear_tool_results")(ClearToolResults())
 """The registered instance: ``prompt_strategies="clear_tool_results"``."""
 
 
-@dataclass(slots=True)
-class _Counted:
-    """The previous input's running token sums, for one counter and model."""
-
-    counter: TokenCounter
-    model: str | None
-    inputs: list[Any]
-    totals: list[int]  # totals[i]: tokens of messages[:i]
-
-
 def _tokens(
     messages: Sequence[Any], counter: TokenCounter, model: str | None, memo: dict[str, Any] | None
 ) -> int:
     """Tokens of the messages; with a memo, only those past the first changed one are counted."""
-    kept = memo.get(_COUNTED) if memo is not None else None
-    if isinstance(kept, _Counted) and kept.counter is counter and kept.model == model:
-        del kept.totals[common_prefix(kept.inputs, messages) + 1 :]
-    else:
-        kept = _Counted(counter, model, [], [0])
-    total = kept.totals[-1]
-    for tokens in count_messages(counter, model, messages[len(kept.totals) - 1 :]):
+    start, totals = resume(memo, _COUNTED, messages, key=(counter, model))
+    if totals is None:
+        totals = [0]  # totals[i]: tokens of messages[:i]
+    del totals[start + 1 :]
+    total = totals[-1]
+    for tokens in count_messages(counter, model, messages[len(totals) - 1 :]):
         total += tokens
-        kept.totals.append(total)
-    kept.inputs = kept_copy(messages)
-    if memo is not None and len(messages) <= MAX_MEMO_MESSAGES:
-        memo[_COUNTED] = kept
+        totals.append(total)
+    keep(memo, _COUNTED, messages, totals, key=(counter, model))
     return total
 
 

@@ -11,12 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxmw.messages._incremental import (
-    MAX_MEMO_MESSAGES,
-    common_prefix,
-    kept_copy,
-    resume_point,
-)
+from ctxmw.messages._incremental import keep, resume, resume_point
 from ctxmw.messages.blocks import tool_use_ids
 from ctxmw.messages.validate import Pairing, scan
 from ctxmw.strategies._registry import register_strategy
@@ -50,14 +45,13 @@ def repair_tool_pairs(messages: Messages, ctx: StrategyContext) -> Messages:
 
 def _clean(messages: Messages, memo: dict[str, Any] | None) -> bool:
     """True when ``messages`` has no pairing problem, read from the kept clean input on."""
-    kept: list[Any] | None = memo.get(_CLEAN) if memo is not None else None
-    start = _clean_point(messages, common_prefix(kept, messages)) if kept is not None else 0
+    start, was_clean = resume(memo, _CLEAN, messages)
+    start = _clean_point(messages, start) if was_clean else 0
     clean = not scan(messages[start:] if start else messages).problems
-    if memo is not None:
-        if clean and len(messages) <= MAX_MEMO_MESSAGES:
-            memo[_CLEAN] = kept_copy(messages)
-        else:
-            memo.pop(_CLEAN, None)
+    if clean:
+        keep(memo, _CLEAN, messages, True)
+    elif memo is not None:
+        memo.pop(_CLEAN, None)
     return clean
 
 
