@@ -74,7 +74,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import asyncio.base_events
 import gc
 import json
 import logging

@@ -135,7 +135,7 @@ async def measure(folder: Path) -> list[Row]:
     first, warm = await stateless_calls(folder / "c", QUIET)
     rows += [("acompletion, first call (reads the file)", first, 3)]
     rows += [("acompletion, warm", warm, 2)]
-    first, warm = await stateless_calls(folder / "d", None)
+    _, warm = await stateless_calls(folder / "d", None)
     rows += [("acompletion, warm, telemetry on", warm, 2)]
     await each("Session turn with one tool round", 3, lambda: tool_turn(folder / "e", QUIET))
     await each("Session tool turn, telemetry on", 3, lambda: tool_turn(folder / "f", None))
