@@ -2,7 +2,7 @@
 
 A turn's working list only grows, and its commits append what it added to the transcript: when
 the transcript is still that list's twin, the next turn goes on with the same list, and the
-strategy chain, told so (``GROWN_SLOT``), takes the head of the copy it kept without comparing
+strategy chain, told so (``History.grows``), takes the head of the copy it kept without comparing
 it message by message. Whatever happens between turns (inbox notes that are not written, another
 writer, a failed call, a tool loop), the prompts are the ones a session that copies the
 transcript every turn sends.
@@ -21,8 +21,8 @@ from hypothesis import strategies as st
 
 import ctxmw
 from ctxmw.inbox import deliver
+from ctxmw.messages import history
 from ctxmw.runtime.session import Session
-from ctxmw.strategies import _chain_input
 from ctxmw.testing import FakeCompletion, Scripted, text, tool_call, tool_calls
 
 MODEL = "openai/gpt-4o-mini"
@@ -93,13 +93,13 @@ def test_the_grown_list_sends_what_a_copied_transcript_sends(ops: list[str]) -> 
 def compared(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     """The chain's identity passes over its input (how many messages each looked at)."""
     passes: list[int] = []
-    real = _chain_input.identical_prefix
+    real = history.identical_prefix
 
     def counted(previous: Any, current: Any, upto: int) -> int:
         passes.append(upto)
         return real(previous, current, upto)
 
-    monkeypatch.setattr(_chain_input, "identical_prefix", counted)
+    monkeypatch.setattr(history, "identical_prefix", counted)
     return passes
 
 

@@ -161,7 +161,8 @@ class Record:
         transcript: so when the transcript is still the same list object (not reloaded, edited
         or handed over) and as long as the turn's list, ending with the same message, every
         message the turn added was committed and the two hold the same messages. The list then
-        goes on growing, and the strategies know its head without comparing it (GROWN_SLOT).
+        goes on growing, and the chain's History knows its head without comparing it
+        (:meth:`~ctxmw.messages.history.History.grows`).
         """
         messages, last = self.messages, self.last
         if last is None or last[1] is not messages or len(last[0]) != len(messages):

@@ -25,8 +25,8 @@ from typing import Any
 
 from ctxmw._litellm import CompletionFn, default_completion
 from ctxmw.errors import MaxRoundsExceeded
-from ctxmw.messages._incremental import GROWN_SLOT
 from ctxmw.messages.form import call_name, response_message, tool_calls_of
+from ctxmw.messages.history import history_of
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
@@ -106,7 +106,7 @@ class ToolLoop:
             cache_control_injection_points=self._kwargs.get("cache_control_injection_points") or (),
         )
         turn.listing = None
-        self._memo[GROWN_SLOT] = turn.working  # it only grows: the chain's kept head holds
+        history_of(self._memo, self._chain).grows(turn.working)  # its kept head holds
         trace: list[tuple[str, Messages]] = []
         try:
             try:

@@ -10,10 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import Aborted, StrategyError, UsageError
-from ctxmw.messages._incremental import SHARED_SLOT
 from ctxmw.messages._memo import session_memo
+from ctxmw.messages.history import History, as_dicts, history_of
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
-from ctxmw.strategies._chain_input import chain_input
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
 
@@ -122,31 +121,32 @@ async def apply_strategies(
     if ctx.chain != names:
         # A shallow copy: stats, memo and the inbox listing stay the caller's own objects.
         ctx = dataclasses.replace(ctx, chain=names)
-    with session_memo(ctx.memo) as memo:
-        # A new list (a strategy that appends to its input cannot touch the caller's), dicts.
-        kept = memo if ctx.memo is not None else None
-        current = chain_input(messages, kept, _input_slot(strategies))
-        for name, strategy in strategies:
-            if not _built_in(strategy):
-                # A strategy of the caller's may change its input list before a helper reads it.
-                memo.pop(SHARED_SLOT, None)
-            try:
-                result = await _run_one(name, strategy, current, ctx)
-            except BaseException:
-                memo.pop(SHARED_SLOT, None)
-                raise
-            if result is not current:
-                memo.pop(SHARED_SLOT, None)  # it describes the chain's input only
-            current = result
-            if trace is not None:
-                trace.append((name, current))
-        memo.pop(SHARED_SLOT, None)
+    with session_memo(ctx.memo):
+        if ctx.memo is None:
+            # A new list (a strategy that appends to its input cannot touch the caller's), dicts.
+            return await _run_all(as_dicts(messages), strategies, ctx, trace)
+        history = history_of(ctx.memo, names)
+        current = history.update(messages)
+        with history.publish(current):
+            return await _run_all(current, strategies, ctx, trace, history)
+
+
+async def _run_all(
+    current: Messages,
+    strategies: Sequence[NamedStrategy],
+    ctx: StrategyContext,
+    trace: list[tuple[str, Messages]] | None,
+    history: History | None = None,
+) -> Messages:
+    for name, strategy in strategies:
+        if history is not None and (current is not history.source or not _built_in(strategy)):
+            # The History describes the chain's input only, and a strategy of the caller's may
+            # change its input list before a helper reads it.
+            history.source = None
+        current = await _run_one(name, strategy, current, ctx)
+        if trace is not None:
+            trace.append((name, current))
     return current
-
-
-def _input_slot(strategies: Sequence[NamedStrategy]) -> str:
-    # One kept input per chain: replay runs a second chain on each prompt with the same memo.
-    return "chain:input:" + ",".join(name for name, _ in strategies)
 
 
 def _built_in(strategy: Strategy) -> bool:

@@ -30,8 +30,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
-from ctxmw.messages._incremental import compare_prefix
 from ctxmw.messages.canonical import tools_digest
+from ctxmw.messages.history import compare_prefix
 from ctxmw.telemetry._snapshot import (
     ReplyKey,
     Snapshot,
@@ -363,7 +363,7 @@ class PrefixTracker:
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
     """Length of the longest common prefix of two digest lists.
 
-    Compared in C (:func:`~ctxmw.messages._incremental.compare_prefix`): one list comparison
+    Compared in C (:func:`~ctxmw.messages.history.compare_prefix`): one list comparison
     in the usual case, where the previous list is a prefix of the current one and unchanged
     messages share their digest objects, else a bisection of slice comparisons.
     """

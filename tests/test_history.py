@@ -1,4 +1,4 @@
-"""strategies/_chain_input.py: the chain's input as dicts, compared once per call with the last."""
+"""messages/history.py: the chain's input as dicts, compared once per call with the last."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ from typing import Any
 
 import pytest
 
-from ctxmw.messages._incremental import SHARED_SLOT
-from ctxmw.strategies import _chain_input
-from ctxmw.strategies._chain_input import chain_input
+from ctxmw.messages import history as history_module
+from ctxmw.messages.history import History, as_dicts, history_of
 from tests._incremental import growing_rounds, run_chain
 from tests.transcripts import adjacent_calls, call, group
 
@@ -34,8 +33,8 @@ def test_the_input_is_a_new_list_of_dicts_and_the_callers_is_left_alone() -> Non
     history: list[Any] = list(adjacent_calls(6))
     history[3] = _Mapping(dict(history[3]))
     before = list(history)
-    for memo in (None, {}):
-        out = chain_input(history, memo, "chain:input:x")
+    for convert in (as_dicts, History().update):
+        out = convert(history)
         assert out is not history
         assert out == [dict(m) for m in before]
         assert all(type(m) is dict for m in out)
@@ -47,23 +46,34 @@ def test_a_kept_slot_converts_only_what_is_past_the_identical_head() -> None:
     memo: dict[str, Any] = {}
     history: list[Any] = list(adjacent_calls(6))
     history[2] = _Mapping(dict(history[2]))
-    first = chain_input(history, memo, "chain:input:x")
+    kept = history_of(memo, ("x",))
+    first = kept.update(history)
     longer = [*history, _Mapping({"role": "user", "content": "more"})]
-    second = chain_input(longer, memo, "chain:input:x")
+    second = kept.update(longer)
     assert second[2] is first[2]  # the head's conversion is reused, not made again
     assert second[-1] == {"role": "user", "content": "more"}
     assert type(second[-1]) is dict
-    assert SHARED_SLOT in memo  # the comparison is published for the strategies' helpers
-    # Another slot (another chain on the same memo) starts afresh.
-    assert chain_input(longer, memo, "chain:input:y") == second
+    # What changed, for the strategies' helpers: the previous input, then one new message.
+    assert (kept.revision, kept.unchanged, kept.same) == (2, len(history), len(history))
+    assert kept.previous == first
+    assert kept.messages == second
+    assert kept.messages is not second  # a copy nobody changes
+    # Another chain on the same memo has a History of its own, which starts afresh.
+    other = history_of(memo, ("y",))
+    assert other is not kept
+    assert other.update(longer) == second
+    assert other.revision == 1
+    assert other.unchanged == 0
 
 
 def test_a_warm_call_checks_the_types_of_the_new_messages_only(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     checked: list[int] = []
-    original = _chain_input._mixed
-    monkeypatch.setattr(_chain_input, "_mixed", lambda ms: checked.append(len(ms)) or original(ms))
+    original = history_module._mixed
+    monkeypatch.setattr(
+        history_module, "_mixed", lambda ms: checked.append(len(ms)) or original(ms)
+    )
     memo: dict[str, Any] = {}
     for history in growing_rounds(100, 3):
         run_chain(history, "shorten_tools_epoch", memo)
