@@ -6,6 +6,8 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from ctxmw.messages import history as history_module
 from ctxmw.messages.history import History, as_dicts, history_of
@@ -99,3 +101,73 @@ def test_non_dict_messages_are_converted_as_afresh_with_a_kept_memo() -> None:
     # Equal dicts rebuilt by the caller: the prompt shows this call's objects.
     assert out[0] is rebuilt[0]
     assert out[-4] is rebuilt[-4]  # the last dict round (the last one came as mappings)
+
+
+# What a caller does to its list between two calls.
+STEPS = [
+    "append",
+    "append_mapping",
+    "edit",
+    "rebuild",
+    "drop_last",
+    "insert",
+    "same",
+    "grow_told",
+    "told_new_list",
+]
+
+
+def _expected(previous: list[Any], current: list[Any]) -> tuple[int, int]:
+    """The answer by brute force: equal messages at the start, then identical objects."""
+    equal = 0
+    while equal < min(len(previous), len(current)) and previous[equal] == current[equal]:
+        equal += 1
+    same = 0
+    while same < equal and previous[same] is current[same]:
+        same += 1
+    return equal, same
+
+
+@given(st.lists(st.sampled_from(STEPS), min_size=1, max_size=12), st.randoms())
+@settings(max_examples=150, deadline=None)
+def test_the_answer_is_what_comparing_the_two_calls_gives(steps: list[str], rnd: Any) -> None:
+    kept = History()
+    given: list[Any] = list(adjacent_calls(3))
+    out = kept.update(given)
+    for n, step in enumerate(steps):
+        if step == "grow_told":  # the conversation's own list, grown in place, and it says so
+            given.append({"role": "user", "content": f"told {n}"})
+            kept.grows(given)
+        elif step == "told_new_list":  # a Session whose record was reloaded: a new list object
+            given = _changed(given, "edit", n, rnd)
+            kept.grows(given)
+        else:
+            given = _changed(given, step, n, rnd)
+        before = kept.messages
+        out = kept.update(given)
+        assert out == [dict(m) for m in given]
+        assert all(type(m) is dict for m in out)
+        assert kept.previous is before
+        assert kept.messages == out
+        assert kept.messages is not out  # the strategies may append to theirs
+        equal, same = _expected(before, out)
+        assert (kept.unchanged, kept.same) == (equal, same)
+        assert kept.revision == n + 2
+
+
+def _changed(given: list[Any], step: str, n: int, rnd: Any) -> list[Any]:
+    new = list(given)
+    at = rnd.randrange(len(new)) if new else 0
+    if step == "append":
+        new.append({"role": "user", "content": f"more {n}"})
+    elif step == "append_mapping":
+        new.append(_Mapping({"role": "user", "content": f"mapped {n}"}))
+    elif step == "edit" and new:
+        new[at] = {**dict(new[at]), "content": f"edited {n}"}
+    elif step == "rebuild":  # equal dicts, new objects: the framework that rebuilds each call
+        new = [dict(m) for m in new]
+    elif step == "drop_last" and new:
+        new.pop()
+    elif step == "insert":
+        new.insert(at, {"role": "user", "content": f"inserted {n}"})
+    return new
