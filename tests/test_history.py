@@ -9,8 +9,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from ctxmw.messages import history as history_module
-from ctxmw.messages.history import History, as_dicts, history_of
+from ctxmw.history import History, as_dicts, history_of
+from ctxmw.history import _history as history_module
 from tests._incremental import growing_rounds, run_chain
 from tests.transcripts import adjacent_calls, call, group
 

@@ -10,9 +10,9 @@ import anyio
 import pytest
 
 from ctxmw import Settings
-from ctxmw.messages import _incremental, pairs
-from ctxmw.messages import history as history_module
-from ctxmw.messages._incremental import common_prefix, resume_point, same_prefix
+from ctxmw.history import _history as history_module
+from ctxmw.history import _kept, common_prefix, resume_point, same_prefix
+from ctxmw.messages import pairs
 from ctxmw.strategies import _regions, cache_breakpoints, shorten_tools_economic
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.telemetry import marks
@@ -131,7 +131,7 @@ def test_the_memo_holds_one_entry_per_strategy_whatever_the_calls() -> None:
 
 
 def test_inputs_over_the_bound_are_not_kept(monkeypatch: pytest.MonkeyPatch) -> None:
-    for module in (_incremental, _regions, history_module):
+    for module in (_kept, _regions, history_module):
         monkeypatch.setattr(module, "MAX_MEMO_MESSAGES", 50)
     memo: dict[str, Any] = {}
     history = adjacent_calls(40)

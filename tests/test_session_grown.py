@@ -20,8 +20,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import ctxmw
+from ctxmw.history import _history as history
 from ctxmw.inbox import deliver
-from ctxmw.messages import history
 from ctxmw.runtime.session import Session
 from ctxmw.testing import FakeCompletion, Scripted, text, tool_call, tool_calls
 

@@ -9,8 +9,8 @@ import anyio
 import anyio.lowlevel
 import pytest
 
+from ctxmw.history import _facts as digests_module
 from ctxmw.telemetry import ApproxCounter, CallRecorder
-from ctxmw.telemetry import digests as digests_module
 from ctxmw.telemetry import recorder as recorder_module
 from ctxmw.telemetry.bust import CallShape, attribute_bust
 

@@ -16,9 +16,9 @@ import anyio
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from ctxmw.history import DigestSlots, SlotView
 from ctxmw.settings import Settings
 from ctxmw.telemetry import ApproxCounter, CallRecorder
-from ctxmw.telemetry.digests import DigestSlots, SlotView
 from ctxmw.telemetry.marks import with_mark
 
 MODEL = "openai/gpt-4o-mini"

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.messages._incremental import keep, resume, resume_point
+from ctxmw.history import keep, resume, resume_point
 from ctxmw.messages._memo import memoised
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_arguments, call_name

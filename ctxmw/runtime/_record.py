@@ -30,9 +30,9 @@ from typing import Any
 import anyio
 from anyio import to_thread
 
+from ctxmw.history import common_prefix
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
-from ctxmw.messages._incremental import common_prefix
 from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.lock import SaveFileLock
@@ -162,7 +162,7 @@ class Record:
         or handed over) and as long as the turn's list, ending with the same message, every
         message the turn added was committed and the two hold the same messages. The list then
         goes on growing, and the chain's History knows its head without comparing it
-        (:meth:`~ctxmw.messages.history.History.grows`).
+        (:meth:`~ctxmw.history.History.grows`).
         """
         messages, last = self.messages, self.last
         if last is None or last[1] is not messages or len(last[0]) != len(messages):

@@ -25,8 +25,8 @@ from typing import Any
 
 from ctxmw._litellm import CompletionFn, default_completion
 from ctxmw.errors import MaxRoundsExceeded
+from ctxmw.history import history_of
 from ctxmw.messages.form import call_name, response_message, tool_calls_of
-from ctxmw.messages.history import history_of
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet

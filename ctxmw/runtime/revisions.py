@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxmw.errors import InvalidTranscriptError
-from ctxmw.messages._incremental import common_prefix
+from ctxmw.history import common_prefix
 from ctxmw.messages.normal import normal_key, same_message
 from ctxmw.types import Message, Messages
 

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import Aborted, StrategyError, UsageError
+from ctxmw.history import History, as_dicts, history_of
 from ctxmw.messages._memo import session_memo
-from ctxmw.messages.history import History, as_dicts, history_of
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec

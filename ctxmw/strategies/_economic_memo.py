@@ -20,7 +20,7 @@ from operator import attrgetter
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
-from ctxmw.messages._incremental import (
+from ctxmw.history import (
     MAX_MEMO_MESSAGES,
     common_prefix,
     kept_copy,

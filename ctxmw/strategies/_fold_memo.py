@@ -15,7 +15,7 @@ from bisect import bisect_left
 from collections.abc import Callable, Hashable, Sequence
 from typing import Any, TypeVar
 
-from ctxmw.messages._incremental import common_prefix, keep, resume
+from ctxmw.history import common_prefix, keep, resume
 
 __all__ = ["kept_counts", "kept_result", "turn_starts"]
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxmw.context.compressors import apply_compressor, compressor_registry, get_compressor
-from ctxmw.messages._incremental import MAX_MEMO_MESSAGES, kept_copy
+from ctxmw.history import MAX_MEMO_MESSAGES, kept_copy
 from ctxmw.messages.outline import outline
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.messages.shorten import compact_arguments

@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxmw.messages._incremental import common_prefix, resume_point, same_prefix
+from ctxmw.history import common_prefix, resume_point, same_prefix
 from ctxmw.messages.pairs import ToolIndex
 
 __all__ = ["Rendered"]

@@ -39,7 +39,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
-from ctxmw.messages._incremental import keep, resume
+from ctxmw.history import keep, resume
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.strategies.shorten_tools_epoch_increment import increment_epoch_plan

@@ -30,7 +30,7 @@ from typing import Any
 
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.errors import UsageError
-from ctxmw.messages._incremental import keep, resume
+from ctxmw.history import keep, resume
 from ctxmw.messages.pairs import ToolIndex, index_tools
 from ctxmw.settings import Settings
 from ctxmw.strategies._registry import register_strategy

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxmw.messages._incremental import keep, resume, resume_point
+from ctxmw.history import keep, resume, resume_point
 from ctxmw.messages.blocks import tool_use_ids
 from ctxmw.messages.validate import Pairing, scan
 from ctxmw.strategies._registry import register_strategy

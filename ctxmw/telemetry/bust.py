@@ -23,8 +23,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
+from ctxmw.history import DigestSlots, SlotView
 from ctxmw.messages.canonical import DigestCache
-from ctxmw.telemetry.digests import DigestSlots, SlotView
 from ctxmw.telemetry.prefix import common_prefix_length
 
 __all__ = [
@@ -74,7 +74,7 @@ def call_shape(
 ) -> CallShape:
     """Digest a call's transcript and each traced strategy output.
 
-    With :class:`~ctxmw.telemetry.digests.DigestSlots` (the recorder's) each list is compared
+    With :class:`~ctxmw.history.DigestSlots` (the recorder's) each list is compared
     with the previous call's list of the same place and only changed messages are digested;
     ``side`` keeps a side call's (a summary's) lists apart from the agent's.
     """
@@ -89,7 +89,7 @@ class PendingShape:
     (or the state exported): a call whose prefix held digests none of them.
 
     The lists are copied (a caller may extend its own in place before the next call) and their
-    slots kept in ``cache`` (see :meth:`~ctxmw.telemetry.digests.DigestSlots.keep`), so that a
+    slots kept in ``cache`` (see :meth:`~ctxmw.history.DigestSlots.keep`), so that a
     late digest compares each list with the slot's last view and serialises only what changed.
     """
 

@@ -11,7 +11,7 @@ extends the previous one with exactly the reply the previous call got (see :meth
 that message is counted as ``reply_tokens``.
 
 Cost per call grows with the messages that are new since the previous call: the payload is
-compared with the previous one by object identity in C (see :mod:`~ctxmw.telemetry.digests`),
+compared with the previous one by object identity in C (see :mod:`~ctxmw.history`),
 only the messages whose object changed are digested, only digests never counted are tokenized,
 the cumulative sums of the common part are reused, and the payload digest extends the previous
 one's hash state when the previous payload is a prefix of this one. What is held between calls
@@ -30,8 +30,8 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 
+from ctxmw.history import DigestSlots, compare_prefix
 from ctxmw.messages.canonical import tools_digest
-from ctxmw.messages.history import compare_prefix
 from ctxmw.telemetry._snapshot import (
     ReplyKey,
     Snapshot,
@@ -52,7 +52,6 @@ from ctxmw.telemetry.counters import (
     template_tools_tokens,
     text_tokens,
 )
-from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.marks import injected_indices
 
 __all__ = [
@@ -363,7 +362,7 @@ class PrefixTracker:
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:
     """Length of the longest common prefix of two digest lists.
 
-    Compared in C (:func:`~ctxmw.messages.history.compare_prefix`): one list comparison
+    Compared in C (:func:`~ctxmw.history.compare_prefix`): one list comparison
     in the usual case, where the previous list is a prefix of the current one and unchanged
     messages share their digest objects, else a bisection of slice comparisons.
     """

@@ -32,6 +32,7 @@ import anyio
 
 from ctxmw.context.budget import Budget
 from ctxmw.context.tokens import input_window
+from ctxmw.history import DigestSlots
 from ctxmw.settings import Settings
 from ctxmw.telemetry._fields import CallFacts, call_record, read_call_usage
 from ctxmw.telemetry.alerts import AlertRules, AlertState
@@ -45,7 +46,6 @@ from ctxmw.telemetry.bust import (
 )
 from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.telemetry.default_ledger import ledger_writer
-from ctxmw.telemetry.digests import DigestSlots
 from ctxmw.telemetry.levers import with_prompt_cache_key
 from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.record import (

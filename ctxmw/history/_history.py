@@ -17,7 +17,7 @@ History its list only grew (:meth:`History.grows`, a Session's own turn list) is
 at all.
 
 The strategies' helpers read the answer instead of comparing the same two lists again:
-:func:`~ctxmw.messages._incremental.resume` and friends ask :func:`answer` for the History of
+:func:`~ctxmw.history.resume` and friends ask :func:`answer` for the History of
 the list they were handed, which is the running chain's while the strategies that pass its input
 on run (:meth:`History.publish`); for any other list they compare.
 """
@@ -27,21 +27,13 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
-from operator import is_, is_not
 from typing import Any
 
+from ctxmw.history._compare import compare_prefix, identical_prefix
 from ctxmw.messages.form import message_dict
 from ctxmw.types import Messages
 
-__all__ = [
-    "MAX_MEMO_MESSAGES",
-    "History",
-    "answer",
-    "as_dicts",
-    "compare_prefix",
-    "history_of",
-    "identical_prefix",
-]
+__all__ = ["MAX_MEMO_MESSAGES", "History", "answer", "as_dicts", "history_of"]
 
 MAX_MEMO_MESSAGES = 200_000
 """Inputs longer than this are not kept across calls (a History, a strategy's memo)."""
@@ -144,53 +136,9 @@ def history_of(memo: dict[str, Any], chain: Sequence[str]) -> History:
 def answer(current: Sequence[Any]) -> History | None:
     """The running chain's History when ``current`` is the list it handed the strategies, None
     otherwise (compare). Its ``previous`` is the list a helper kept on the previous call when
-    it kept :func:`~ctxmw.messages._incremental.kept_copy`."""
+    it kept :func:`~ctxmw.history.kept_copy`."""
     found = _active.get()
     return found if found is not None and found.source is current else None
-
-
-def identical_prefix(previous: Sequence[Any], current: Sequence[Any], upto: int) -> int:
-    """How many of the first ``upto`` messages of ``current`` are ``previous``'s own objects
-    (one C-speed pass when all are the same)."""
-    head, tail = previous, current  # map stops at the shorter: no copies
-    if upto < min(len(previous), len(current)):
-        head, tail = previous[:upto], current[:upto]
-    if all(map(is_, head, tail)):
-        return upto
-    return bytes(map(is_not, head, tail)).index(1)
-
-
-def compare_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:
-    """How many messages ``current`` starts with that equal ``previous``'s (identity first).
-
-    Two byte strings (a renderer's runs) are compared byte by byte the same way.
-    """
-    m = min(len(previous), len(current))
-    head: Sequence[Any]
-    tail: Sequence[Any]
-    if isinstance(previous, bytes) and isinstance(current, bytes):
-        head, tail = previous[:m], current[:m]  # byte strings compare and slice in C as they are
-    else:
-        head = _as_list(previous, m)
-        tail = _as_list(current, m)
-    if head == tail:  # identical objects compare in C without looking inside them
-        return m
-    lo, hi = 0, m  # head[:lo] == tail[:lo] and head[:hi] != tail[:hi]
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        if head[lo:mid] == tail[lo:mid]:
-            lo = mid
-        else:
-            hi = mid
-    return lo
-
-
-def _as_list(items: Sequence[Any], m: int) -> list[Any]:
-    """``items[:m]`` as a list: the list itself when it is one of that length (no copy), one
-    slice of a list (a slice is a new list already), a copy of anything else."""
-    if isinstance(items, list):
-        return items if len(items) == m else items[:m]
-    return list(items[:m])
 
 
 def as_dicts(messages: Sequence[Any]) -> list[Any]:

@@ -6,7 +6,7 @@ redoes the work past the first message that changed. It keeps what it derived wi
 :func:`resume`, which answers where the input first changed; the state is cut back to there and
 extended with the new messages.
 
-The answer comes from the chain's :class:`~ctxmw.messages.history.History` when the strategy
+The answer comes from the chain's :class:`~ctxmw.history.History` when the strategy
 reads the chain's own input (the History compared it with the previous call's once), and is
 compared here otherwise: :func:`common_prefix` at C speed (``list ==`` tries identity before
 equality, so a session's own transcript costs a pointer walk, and a framework that rebuilds
@@ -22,7 +22,8 @@ from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
-from ctxmw.messages.history import MAX_MEMO_MESSAGES, answer, compare_prefix, identical_prefix
+from ctxmw.history._compare import compare_prefix, identical_prefix
+from ctxmw.history._history import MAX_MEMO_MESSAGES, answer
 
 __all__ = [
     "MAX_MEMO_MESSAGES",
