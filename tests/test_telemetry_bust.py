@@ -8,11 +8,14 @@ from typing import Any
 import anyio
 import anyio.lowlevel
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from ctxmw.history import DigestSlots
 from ctxmw.history import _facts as digests_module
 from ctxmw.telemetry import ApproxCounter, CallRecorder
 from ctxmw.telemetry import recorder as recorder_module
-from ctxmw.telemetry.bust import CallShape, attribute_bust
+from ctxmw.telemetry.bust import CallShape, PendingShape, attribute_bust, attribute_pending
 
 
 def shape(
@@ -94,7 +97,8 @@ async def test_a_long_transcript_is_digested_between_loop_steps_and_only_when_ne
 ) -> None:
     """A resumed 3,000-message transcript and a strategy's copy of it: at most a chunk of
     messages is digested per loop step (one step digesting them all stalled every session);
-    the first call digests the payload only, the transcript waits for a bust to attribute."""
+    the first call digests the payload only, the transcript waits for a bust to attribute, and
+    attributing it digests only the messages whose object changed."""
     steps, digested = [0], Counter[int]()
     real = digests_module.message_digest
 
@@ -112,27 +116,36 @@ async def test_a_long_transcript_is_digested_between_loop_steps_and_only_when_ne
             steps[0] += 1
             await anyio.lowlevel.checkpoint()
 
-    async def call(output: list[dict[str, Any]]) -> Any:
+    async def call(output: list[dict[str, Any]], given: list[dict[str, Any]]) -> Any:
         async with anyio.create_task_group() as tg:
             done = anyio.Event()
             tg.start_soon(ticker, done)
             record = await recorder.record(
                 model="gpt-4o",
                 wire_kwargs={"messages": output},
-                transcript=transcript,
+                transcript=given,
                 trace=[("copy", output)],
             )
             done.set()
         return record
 
-    await call(copy)
+    await call(copy, transcript)
     assert sum(digested.values()) == 3000  # the payload (6,000 when every list was digested)
     assert max(digested.values()) <= 256
     digested.clear()
     shifted = [{"role": "user", "content": "a new first message"}, *copy]
-    record = await call(shifted)
+    record = await call(shifted, transcript)
     assert record.bust == {"cause": "strategy", "strategy": "copy", "message_index": 0}
-    assert 3000 <= sum(digested.values()) <= 3001  # the transcript, once; the rest is reused
+    # The payload's new message; the copy's first position, old and new, where it stopped
+    # extending; the transcript is the same objects: none of it.
+    assert sum(digested.values()) == 3
+    digested.clear()
+    # The caller rebuilt its transcript (equal dicts, new objects) and the strategy moved again:
+    # every position of the transcript is digested, old and new, a chunk per loop step.
+    rebuilt = [dict(m) for m in transcript]
+    record = await call([{"role": "user", "content": "another first message"}, *copy], rebuilt)
+    assert record.bust == {"cause": "strategy", "strategy": "copy", "message_index": 0}
+    assert 6000 <= sum(digested.values()) <= 6004
     assert max(digested.values()) <= 256
 
 
@@ -181,3 +194,63 @@ async def test_a_record_that_fails_after_measuring_leaves_no_lookup_for_the_next
         await recorder.record(model="gpt-4o", wire_kwargs={"messages": messages}, transcript=[])
     assert recorder._digests._fresh == {}
     assert recorder._digests._lists == {}
+
+
+# How a call's list differs from the previous call's: kept as it was, grown, its objects
+# rebuilt as equal dicts, one message rewritten, one dropped, or a message put first.
+CHANGES = ["same", "grown", "rebuilt", "rewritten", "dropped", "first"]
+
+
+def _changed(items: list[dict[str, Any]], change: str, at: int) -> list[dict[str, Any]]:
+    out = list(items)
+    if change == "grown":
+        out.append({"role": "user", "content": f"new {at}"})
+    elif change == "rebuilt":
+        out = [dict(m) for m in out]
+    elif change == "rewritten" and out:
+        out[at % len(out)] = {**out[at % len(out)], "content": f"rewritten {at}"}
+    elif change == "dropped" and out:
+        del out[at % len(out)]
+    elif change == "first":
+        out.insert(0, {"role": "system", "content": f"first {at}"})
+    return out
+
+
+@given(
+    size=st.integers(0, 12),
+    transcript=st.sampled_from(CHANGES),
+    stages=st.lists(st.tuples(st.sampled_from(CHANGES), st.booleans()), max_size=3),
+    extra_stage=st.booleans(),
+    tools_changed=st.booleans(),
+    system=st.booleans(),
+    at=st.integers(0, 20),
+)
+@settings(max_examples=200, deadline=None)
+def test_comparing_the_lists_names_what_their_digests_name(
+    size: int,
+    transcript: str,
+    stages: list[tuple[str, bool]],
+    extra_stage: bool,
+    tools_changed: bool,
+    system: bool,
+    at: int,
+) -> None:
+    """Two calls of this process are attributed from their lists, digesting only the objects
+    that changed: the cause is the one their full digests give."""
+    old_transcript = [{"role": "user", "content": f"m{i}"} for i in range(size)]
+    new_transcript = _changed(old_transcript, transcript, at)
+    old_trace, new_trace = [], []
+    for i, (change, renamed) in enumerate(stages):
+        old_out = [{"role": "system", "content": f"stage {i}"}, *old_transcript]
+        old_trace.append((f"s{i}", old_out))
+        new_trace.append((f"r{i}" if renamed else f"s{i}", _changed(old_out, change, at + i)))
+    if extra_stage:
+        new_trace.append(("late", list(new_transcript)))
+    slots = DigestSlots()
+    old = PendingShape(slots, b"t", old_transcript, old_trace)
+    new = PendingShape(slots, b"u" if tools_changed else b"t", new_transcript, new_trace)
+    by_digests = attribute_bust(
+        old.resolve_now(DigestSlots()), new.resolve_now(DigestSlots()), 3, True, system=system
+    )
+    by_lists = anyio.run(lambda: attribute_pending(old, new, 3, system=system, chunk=2))
+    assert by_lists == by_digests

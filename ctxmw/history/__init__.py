@@ -14,13 +14,15 @@ digests) only redo the work for what is new, and they learn what is new here:
   taken from the History when it reads the chain's input, compared otherwise.
 - :class:`DigestSlots` (``_facts``): per-message facts (digest, system role, cache mark) of
   each list a call is made of (the transcript, each strategy's output, the payload), computed
-  for the messages whose object changed since the same list of the previous call.
+  for the messages whose object changed since the same list of the previous call; and
+  :class:`Extension`, whether a list still extends the previous call's, digesting only the
+  positions whose object changed.
 - :func:`compare_prefix` and :func:`identical_prefix` (``_compare``): where two lists stop
   agreeing (equal, or the same objects), at C speed. Everything above compares through them.
 """
 
 from ctxmw.history._compare import compare_prefix, identical_prefix
-from ctxmw.history._facts import DigestSlots, SlotView
+from ctxmw.history._facts import DigestSlots, Extension, SlotView
 from ctxmw.history._history import MAX_MEMO_MESSAGES, History, answer, as_dicts, history_of
 from ctxmw.history._kept import (
     Kept,
@@ -35,6 +37,7 @@ from ctxmw.history._kept import (
 __all__ = [
     "MAX_MEMO_MESSAGES",
     "DigestSlots",
+    "Extension",
     "History",
     "Kept",
     "SlotView",

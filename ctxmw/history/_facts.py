@@ -21,15 +21,16 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from itertools import compress
-from operator import is_, not_
+from itertools import compress, islice
+from operator import is_, is_not, not_
 from typing import Any
 
 import anyio.lowlevel
 
+from ctxmw.history._compare import identical_prefix
 from ctxmw.messages.canonical import has_cache_mark, message_digest
 
-__all__ = ["DigestSlots", "SlotView"]
+__all__ = ["DigestSlots", "Extension", "SlotView"]
 
 # Past this many changed positions, one identity index of the previous list is cheaper than
 # digesting the moved messages again.
@@ -189,3 +190,51 @@ _Moved = tuple[SlotView, dict[int, int]] | None
 def _facts(message: Mapping[str, Any]) -> tuple[bytes, int, int]:
     role = int(message.get("role") == "system")
     return message_digest(message), role, int(has_cache_mark(message))
+
+
+class Extension:
+    """Whether a call's list extends the previous call's list of the same place, found without
+    digesting either: the same objects position by position (one pass in C), and only where an
+    object differs, the digests of the two (each object digested once per :class:`Extension`,
+    the loop given back after every ``chunk`` digests). Stops at the first position that differs.
+
+    Use one per comparison of two calls: it remembers digests by object id, valid only while
+    the lists it was handed live.
+    """
+
+    def __init__(self, chunk: int) -> None:
+        self._chunk = chunk
+        self._digests: dict[int, bytes] = {}
+        # The first digest gives the loop back too: digests made before it in the same step
+        # (the payload's) do not add to the first chunk.
+        self._since_checkpoint = chunk
+
+    async def holds(
+        self, old: Sequence[Mapping[str, Any]], new: Sequence[Mapping[str, Any]]
+    ) -> bool:
+        """Whether ``new`` starts with ``old``'s messages (as the provider sees them)."""
+        n = len(old)
+        if len(new) < n:
+            return False
+        start = identical_prefix(old, new, n)
+        if start == n:
+            return True
+        moved = bytes(map(is_not, islice(old, start, n), islice(new, start, n)))
+        at = moved.find(1)
+        while at >= 0:
+            i = start + at
+            if await self._digest(old[i]) != await self._digest(new[i]):
+                return False
+            at = moved.find(1, at + 1)
+        return True
+
+    async def _digest(self, message: Mapping[str, Any]) -> bytes:
+        key = id(message)
+        found = self._digests.get(key)
+        if found is None:
+            if self._since_checkpoint >= self._chunk:
+                self._since_checkpoint = 0
+                await anyio.lowlevel.checkpoint()
+            self._since_checkpoint += 1
+            found = self._digests[key] = message_digest(message)
+        return found

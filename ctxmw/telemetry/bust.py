@@ -19,11 +19,11 @@ the previous call's payload (None for ``tools``: the break is before the first m
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, TypedDict
 
-from ctxmw.history import DigestSlots, SlotView
+from ctxmw.history import DigestSlots, Extension, SlotView
 from ctxmw.messages.canonical import DigestCache
 from ctxmw.telemetry.prefix import common_prefix_length
 
@@ -32,6 +32,7 @@ __all__ = [
     "CallShape",
     "PendingShape",
     "attribute_bust",
+    "attribute_pending",
     "call_shape",
     "shape_from_json",
     "shape_to_json",
@@ -129,6 +130,16 @@ class PendingShape:
             self._shape = self._built([cache.digests(slot, items) for slot, items in self._lists])
         return self._shape
 
+    @property
+    def transcript(self) -> list[Any]:
+        """The call's transcript (the strategies' input), as copied."""
+        return self._lists[-1][1]
+
+    @property
+    def stages(self) -> list[tuple[str, list[Any]]]:
+        """Each traced strategy's name and output, in chain order, as copied."""
+        return [(name, items) for name, (_, items) in zip(self._names, self._lists, strict=False)]
+
     def _built(self, views: Sequence[SlotView]) -> CallShape:
         *stages, whole = views
         pairs = [(n, v.digests) for n, v in zip(self._names, stages, strict=True)]
@@ -166,24 +177,67 @@ def attribute_bust(
     if previous is None or not broke:
         return None
     if previous.tools != current.tools:
-        return Bust(cause="tools", strategy=None, message_index=None)
+        return _TOOLS
     grew = _extends(previous.transcript, current.transcript)
+    extended = (
+        old_name == name and _extends(old, new)
+        for (old_name, old), (name, new) in zip(previous.stages, current.stages, strict=False)
+    )
+    moved = _moved_stage(previous.stages, current.stages, extended) if grew else None
+    return _decided(grew, moved, first_diff, system)
+
+
+async def attribute_pending(
+    previous: PendingShape,
+    current: PendingShape,
+    first_diff: int | None,
+    *,
+    system: bool = False,
+    chunk: int = _DIGEST_CHUNK,
+) -> Bust:
+    """:func:`attribute_bust` for two calls whose lists this process still holds (the previous
+    call broke the prefix): their lists are compared by object, and only the positions whose
+    object changed are digested, up to the first that differs (the loop given back every
+    ``chunk`` digests)."""
+    if previous.tools != current.tools:
+        return _TOOLS
+    extension = Extension(chunk)
+    grew = await extension.holds(previous.transcript, current.transcript)
+    moved = None
+    if grew:
+        extended: list[bool] = []
+        for (old_name, old), (name, new) in zip(previous.stages, current.stages, strict=False):
+            extended.append(old_name == name and await extension.holds(old, new))
+            if not extended[-1]:
+                break
+        moved = _moved_stage(previous.stages, current.stages, extended)
+    return _decided(grew, moved, first_diff, system)
+
+
+_TOOLS = Bust(cause="tools", strategy=None, message_index=None)
+
+
+def _decided(grew: bool, moved: str | None, first_diff: int | None, system: bool) -> Bust:
+    """The cause, once known whether the transcript grew and which strategy's output moved."""
     if system:
-        moved = _moved_stage(previous, current) if grew else None
         return Bust(cause="system", strategy=moved, message_index=first_diff)
     if not grew:
         return Bust(cause="transcript", strategy=None, message_index=first_diff)
-    return Bust(
-        cause="strategy", strategy=_moved_stage(previous, current), message_index=first_diff
-    )
+    return Bust(cause="strategy", strategy=moved, message_index=first_diff)
 
 
-def _moved_stage(previous: CallShape, current: CallShape) -> str | None:
-    for (old_name, old), (name, new) in zip(previous.stages, current.stages, strict=False):
-        if old_name != name or not _extends(old, new):
+def _moved_stage(
+    previous: Sequence[tuple[str, Any]],
+    current: Sequence[tuple[str, Any]],
+    extended: Iterable[bool],
+) -> str | None:
+    """The first stage whose output stopped extending its previous output (``extended``: per
+    pair of stages in order, whether it still does, up to the first that does not)."""
+    for (name, _), ok in zip(current, extended, strict=False):
+        if not ok:
             return name
-    if len(current.stages) > len(previous.stages):
-        return current.stages[len(previous.stages)][0]
+    if len(current) > len(previous):
+        return current[len(previous)][0]
     return None
 
 

@@ -41,6 +41,7 @@ from ctxmw.telemetry.bust import (
     CallShape,
     PendingShape,
     attribute_bust,
+    attribute_pending,
     shape_from_json,
     shape_to_json,
 )
@@ -341,13 +342,15 @@ class CallRecorder:
         return record, ledger_line(data) if self.ledger is not None else b""
 
     async def _bust(self, shape: PendingShape, prefix: PrefixResult) -> Bust | None:
-        """What moved the prefix, when it shrank: only then are the two calls' lists digested."""
+        """What moved the prefix, when it shrank: only then are the two calls' lists compared."""
         previous = self._shape
         if previous is None or not prefix.broke:
             return None
-        if isinstance(previous, PendingShape):
-            previous = await previous.resolve(self._digests)
-        current = await shape.resolve(self._digests)
+        if isinstance(previous, PendingShape):  # both calls' lists are still here
+            return await attribute_pending(
+                previous, shape, prefix.first_diff, system=prefix.system_changed
+            )
+        current = await shape.resolve(self._digests)  # the previous call's digests came restored
         return attribute_bust(
             previous, current, prefix.first_diff, prefix.broke, system=prefix.system_changed
         )
