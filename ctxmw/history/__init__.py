@@ -11,7 +11,10 @@ digests) only redo the work for what is new, and they learn what is new here:
   (:meth:`History.grows`) and nothing is compared.
 - :func:`keep` and :func:`resume` (``_kept``): a strategy keeps what it derived beside the
   input it derived it from and, on the next call, resumes from the first message that changed,
-  taken from the History when it reads the chain's input, compared otherwise.
+  taken from the History when it reads the chain's input, compared otherwise. Built on them:
+  one value per message (:func:`kept_per_message`), the indices of the messages that pass a
+  test (:func:`kept_indices`), a value kept while a prefix is unchanged
+  (:func:`kept_while_unchanged`).
 - :class:`DigestSlots` (``_facts``): per-message facts (digest, system role, cache mark) of
   each list a call is made of (the transcript, each strategy's output, the payload), computed
   for the messages whose object changed since the same list of the previous call; and
@@ -29,6 +32,9 @@ from ctxmw.history._kept import (
     common_prefix,
     keep,
     kept_copy,
+    kept_indices,
+    kept_per_message,
+    kept_while_unchanged,
     resume,
     resume_point,
     same_prefix,
@@ -49,6 +55,9 @@ __all__ = [
     "identical_prefix",
     "keep",
     "kept_copy",
+    "kept_indices",
+    "kept_per_message",
+    "kept_while_unchanged",
     "resume",
     "resume_point",
     "same_prefix",

@@ -18,7 +18,8 @@ pairing the new messages may change.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from bisect import bisect_left
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -31,6 +32,9 @@ __all__ = [
     "common_prefix",
     "keep",
     "kept_copy",
+    "kept_indices",
+    "kept_per_message",
+    "kept_while_unchanged",
     "resume",
     "resume_point",
     "same_prefix",
@@ -83,6 +87,68 @@ def keep(
         memo.pop(slot, None)
         return
     memo[slot] = Kept(kept_copy(messages), state, key)
+
+
+def kept_per_message(
+    messages: Sequence[Any],
+    memo: dict[str, Any],
+    slot: str,
+    key: Hashable,
+    values: Callable[[Sequence[Any]], list[T]],
+    *,
+    by_object: dict[int, tuple[Any, T]],
+    prune: bool = False,
+) -> list[T]:
+    """One value per message (``values`` of a list of messages, in order), kept under ``slot``:
+    the kept ones up to the first message that changed, then looked up by object in
+    ``by_object`` (shared by the slots that see the same messages) and computed for the rest.
+
+    ``prune`` lets go of the objects ``messages`` no longer holds once ``by_object`` is over
+    twice its size.
+    """
+    start, kept = resume(memo, slot, messages, key)
+    head: list[T] = kept[:start] if kept is not None and start else []
+    tail = messages[start:]
+    new = [msg for msg in tail if by_object.get(id(msg), (None,))[0] is not msg]
+    for msg, value in zip(new, values(new), strict=True):
+        by_object[id(msg)] = (msg, value)
+    found = head + [by_object[id(msg)][1] for msg in tail]
+    if prune and len(by_object) > 2 * len(messages) + 1024:
+        live = set(map(id, messages))
+        for gone in [k for k in by_object if k not in live]:
+            del by_object[gone]
+    keep(memo, slot, messages, found, key)
+    return found
+
+
+def kept_indices(
+    messages: Sequence[Any], memo: dict[str, Any] | None, slot: str, test: Callable[[Any], bool]
+) -> list[int]:
+    """The indices of the messages that pass ``test``, read on from the first that changed."""
+    begin, kept = resume(memo, slot, messages)
+    found: list[int] = kept[: bisect_left(kept, begin)] if kept is not None else []
+    found += [i for i in range(begin, len(messages)) if test(messages[i])]
+    keep(memo, slot, messages, found)
+    return found
+
+
+def kept_while_unchanged(
+    messages: Sequence[Any],
+    end: int,
+    key: Hashable,
+    memo: dict[str, Any] | None,
+    slot: str,
+    make: Callable[[], T],
+) -> T:
+    """``make()``, kept under ``slot`` while ``key`` and ``messages[:end]`` are unchanged."""
+    kept = memo.get(slot) if memo is not None else None
+    head = messages[:end]
+    if isinstance(kept, Kept) and kept.key == key and common_prefix(kept.inputs, head) == end:
+        return kept.state  # type: ignore[no-any-return]  # kept below: a T
+    made = make()
+    if memo is not None:
+        memo[slot] = Kept(list(head), made, key)
+    return made
 
 
 def common_prefix(previous: Sequence[Any], current: Sequence[Any]) -> int:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_left
 from collections import Counter as Tally
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -24,11 +24,11 @@ from ctxmw.context.budget import Budget, budget, budget_from_counts
 from ctxmw.context.survival import durable_items, durable_lines, message_text, missing_items
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages, input_window
 from ctxmw.errors import CompactionLossError
+from ctxmw.history import kept_indices, kept_per_message
 from ctxmw.messages.blocks import tool_result_ids
 from ctxmw.messages.canonical import canonical_json
 from ctxmw.messages.form import call_names, role_of
 from ctxmw.settings import Settings
-from ctxmw.strategies._fold_memo import kept_counts, turn_starts
 from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = [
@@ -99,12 +99,13 @@ def measure(
     name = ctx.model or ""
     return budget_from_counts(
         messages,
-        kept_counts(
+        kept_per_message(
             messages,
             ctx.memo,
-            (count, name),
             slot,
+            (count, name),
             lambda new: count_messages(count, name, new),
+            by_object=_counted(ctx.memo, (count, name)),
             prune=slot == "fold:input",
         ),
         0,
@@ -112,6 +113,15 @@ def measure(
         output_reservation=s.output_reservation,
         overhead=count.overhead_tokens(name),
     )
+
+
+def _counted(memo: dict[str, Any], key: Hashable) -> dict[int, tuple[Any, int]]:
+    """Token counts by message object, shared by the input's and the prompt's counts (the
+    prompt's tail after the summary is the input's own messages), under one counter and model."""
+    seen = memo.get("fold:counts")
+    if seen is None or seen[0] != key:
+        seen = memo["fold:counts"] = (key, {})
+    return seen[1]
 
 
 def due_fold(
@@ -127,7 +137,9 @@ def due_fold(
     if before.utilisation < ctx.settings.compact_trigger:
         return None
     return plan_fold(
-        messages, ctx.settings, turn_starts(messages, ctx.memo, f"fold:starts:{name}", _starts_turn)
+        messages,
+        ctx.settings,
+        kept_indices(messages, ctx.memo, f"fold:starts:{name}", _starts_turn),
     )
 
 

@@ -13,6 +13,7 @@ byte-stable between steps.
 from __future__ import annotations
 
 from ctxmw.context.tokens import TokenCounter
+from ctxmw.history import kept_while_unchanged
 from ctxmw.settings import Settings
 from ctxmw.strategies._fold import (
     Fold,
@@ -23,7 +24,6 @@ from ctxmw.strategies._fold import (
     splice,
     survival_loss,
 )
-from ctxmw.strategies._fold_memo import kept_result
 from ctxmw.strategies._registry import register_strategy
 from ctxmw.types import Messages, StrategyContext
 
@@ -48,7 +48,7 @@ class Compact:
             return messages
         stats = ctx.stats["compact"]
         patterns = ctx.settings.resolved_durable_patterns
-        text, lost = kept_result(
+        text, lost = kept_while_unchanged(
             messages,
             fold.end,
             (fold, patterns),

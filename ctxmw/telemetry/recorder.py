@@ -346,14 +346,11 @@ class CallRecorder:
         previous = self._shape
         if previous is None or not prefix.broke:
             return None
+        at, system = prefix.first_diff, prefix.system_changed
         if isinstance(previous, PendingShape):  # both calls' lists are still here
-            return await attribute_pending(
-                previous, shape, prefix.first_diff, system=prefix.system_changed
-            )
+            return await attribute_pending(previous, shape, at, system=system)
         current = await shape.resolve(self._digests)  # the previous call's digests came restored
-        return attribute_bust(
-            previous, current, prefix.first_diff, prefix.broke, system=prefix.system_changed
-        )
+        return attribute_bust(previous, current, at, prefix.broke, system=system)
 
     def _budget(self, model: str, prefix: PrefixResult) -> dict[str, Any]:
         # Layer sums come from the tracker, kept cumulatively: no per-call pass over the history.

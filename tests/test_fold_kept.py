@@ -1,4 +1,4 @@
-"""strategies/_fold_memo.py: compact's counts, turn starts and summary kept between fold steps."""
+"""compact's counts, turn starts and summary kept between fold steps (history.kept_*)."""
 
 from __future__ import annotations
 
