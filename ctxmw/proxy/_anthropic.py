@@ -26,13 +26,11 @@ from typing import Any
 from ctxmw.errors import UsageError
 from ctxmw.proxy._replies import chat_reply, function_call
 from ctxmw.proxy._request import checked_messages
+from ctxmw.proxy._translation import ORIGIN, Translation
 from ctxmw.types import Message, Messages
 
 __all__ = ["ORIGIN", "AnthropicTranslation", "anthropic_translation"]
 
-ORIGIN = "ctxmw_origin"
-"""The key on each chat message naming the client's message (and blocks) it came from: a
-strategy that rewrites a message keeps its other keys, so a changed piece finds its source."""
 
 _VERBATIM = frozenset({"thinking", "redacted_thinking"})
 _ROUTE_ONLY = ("system", "tools", "tool_choice", "thinking", "metadata", "messages")
@@ -44,25 +42,17 @@ class _Origin:
     blocks: tuple[int, ...] | None  # its content blocks this chat message holds (None: all)
 
 
-class AnthropicTranslation:
+class AnthropicTranslation(Translation):
     """See the module docstring."""
 
     def __init__(self, system: Any, messages: Sequence[Mapping[str, Any]]) -> None:
         self._system, self._messages = system, messages
-        self.messages: Messages = []
-        self._kept: dict[int, Message] = {}  # the chat messages made here, by id
+        super().__init__()
         if system:
             self._add({"role": "system", "content": system})
         for i, message in enumerate(messages):
             for chat, blocks in _to_chat(message):
                 self._add({**chat, ORIGIN: [i, list(blocks) if blocks is not None else None]})
-
-    def _add(self, message: Message) -> None:
-        self.messages.append(message)
-        self._kept[id(message)] = message
-
-    def _unchanged(self, message: Message) -> bool:
-        return self._kept.get(id(message)) is message
 
     def request(self, kwargs: Mapping[str, Any], prompt: Messages) -> dict[str, Any]:
         """The kwargs with ``system`` and ``messages`` from ``prompt``."""

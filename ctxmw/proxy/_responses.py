@@ -26,12 +26,11 @@ from typing import Any
 
 from ctxmw.errors import UsageError
 from ctxmw.proxy._replies import chat_reply, function_call
+from ctxmw.proxy._translation import ORIGIN, Translation
 from ctxmw.types import Message, Messages
 
 __all__ = ["ORIGIN", "ResponsesTranslation", "responses_translation"]
 
-ORIGIN = "ctxmw_origin"
-"""The key on each chat message listing the client's ``input`` items it stands for."""
 
 _INSTRUCTIONS = -1
 _TEXT_INPUT = -2
@@ -41,13 +40,12 @@ _ROUTE_ONLY = frozenset(
 _ENDS = ("response.completed", "response.incomplete", "response.failed")
 
 
-class ResponsesTranslation:
+class ResponsesTranslation(Translation):
     """See the module docstring."""
 
     def __init__(self, instructions: Any, items: Sequence[Any], text_input: bool) -> None:
         self._instructions, self._items, self._text_input = instructions, items, text_input
-        self.messages: Messages = []
-        self._kept: dict[int, Message] = {}
+        super().__init__()
         if isinstance(instructions, str) and instructions:
             self._add({"role": "system", "content": instructions, ORIGIN: [_INSTRUCTIONS]})
         if text_input:
@@ -55,13 +53,6 @@ class ResponsesTranslation:
         else:
             for message in _to_chat(items):
                 self._add(message)
-
-    def _add(self, message: Message) -> None:
-        self.messages.append(message)
-        self._kept[id(message)] = message
-
-    def _unchanged(self, message: Message) -> bool:
-        return self._kept.get(id(message)) is message
 
     def request(self, kwargs: Mapping[str, Any], prompt: Messages) -> dict[str, Any]:
         """The kwargs with ``instructions`` and ``input`` from ``prompt``."""
