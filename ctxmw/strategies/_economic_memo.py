@@ -20,12 +20,7 @@ from operator import attrgetter
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
-from ctxmw.history import (
-    MAX_MEMO_MESSAGES,
-    common_prefix,
-    kept_copy,
-    resume_point,
-)
+from ctxmw.history import keep, resume, resume_point
 from ctxmw.messages.pairs import ToolIndex
 from ctxmw.settings import Settings
 
@@ -110,9 +105,9 @@ class SizeTable:
 
 
 @dataclass(slots=True)
-class _Memo:
-    key: tuple[Any, ...]
-    inputs: list[Any]
+class _Fold:
+    """What the fold keeps between calls, beside its input (``history.keep``)."""
+
     table: SizeTable
     points: list[int]  # assistant call points folded so far, ascending
     states: list[tuple[Any, ...]]  # the fold after each of them, packed (:data:`_pack`)
@@ -147,10 +142,10 @@ def resume_fold(
         slot: the memo key.
         make_step: the decision of one call point, given the sizes.
     """
-    kept = memo.get(slot) if memo is not None else None
-    state = _resumed(kept, messages, key, cold) if isinstance(kept, _Memo) else None
+    changed, kept = resume(memo, slot, messages, key)
+    state = _resumed(kept, changed, messages, cold) if isinstance(kept, _Fold) else None
     if state is None:
-        state = _Memo(key, [], SizeTable.for_settings(settings), [], [], frozenset())
+        state = _Fold(SizeTable.for_settings(settings), [], [], frozenset())
     state.table.extend(messages, index)
     step = make_step(state.table)
     fold = FoldState(*state.states[-1]) if state.states else FoldState()
@@ -161,22 +156,17 @@ def resume_fold(
             state.points.append(i)
             state.states.append(_pack(fold))
     last = step(fold, len(messages))
-    state.inputs, state.cold = kept_copy(messages), frozenset(cold)
-    if memo is not None:
-        if len(messages) <= MAX_MEMO_MESSAGES:
-            memo[slot] = state
-        else:
-            memo.pop(slot, None)
+    state.cold = frozenset(cold)
+    keep(memo, slot, messages, state, key)
     return state.table, last
 
 
 def _resumed(
-    kept: _Memo, messages: Sequence[Any], key: tuple[Any, ...], cold: Collection[int]
-) -> _Memo | None:
-    """``kept`` cut back to what still holds for ``messages``, or None."""
-    if kept.key != key:
-        return None
-    start = resume_point(messages, common_prefix(kept.inputs, messages))
+    kept: _Fold, changed: int, messages: Sequence[Any], cold: Collection[int]
+) -> _Fold | None:
+    """``kept`` cut back to what still holds for ``messages`` (unchanged up to ``changed``),
+    or None."""
+    start = resume_point(messages, changed)
     turned = [p for p in cold if p not in kept.cold]
     if turned:
         start = min(start, min(turned))
