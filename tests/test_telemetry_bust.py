@@ -40,6 +40,25 @@ def test_tools_change_is_named_first() -> None:
     }
 
 
+def test_each_bust_is_a_dict_of_its_own() -> None:
+    # A record's bust reaches the caller's hooks: changing one must not change the next.
+    prev = shape([b"a"], ("s", [b"a"]))
+    cur = shape([b"x"], ("s", [b"x"]), tools=b"u")
+    first = attribute_bust(prev, cur, 0, True)
+    assert first is not None
+    first["cause"] = "changed by a hook"
+    assert attribute_bust(prev, cur, 0, True) == {
+        "cause": "tools",
+        "strategy": None,
+        "message_index": None,
+    }
+    slots = DigestSlots()
+    old, new = PendingShape(slots, b"t", [], []), PendingShape(slots, b"u", [], [])
+    pending = anyio.run(lambda: attribute_pending(old, new, 0))
+    pending["cause"] = "changed by a hook"
+    assert anyio.run(lambda: attribute_pending(old, new, 0))["cause"] == "tools"
+
+
 def test_an_edited_transcript_is_the_callers() -> None:
     prev = shape([b"a", b"b"], ("s", [b"a", b"b"]))
     cur = shape([b"a", b"B", b"c"], ("s", [b"a", b"B", b"c"]))

@@ -177,7 +177,7 @@ def attribute_bust(
     if previous is None or not broke:
         return None
     if previous.tools != current.tools:
-        return _TOOLS
+        return _tools_moved()
     grew = _extends(previous.transcript, current.transcript)
     extended = (
         old_name == name and _extends(old, new)
@@ -200,7 +200,7 @@ async def attribute_pending(
     object changed are digested, up to the first that differs (the loop given back every
     ``chunk`` digests)."""
     if previous.tools != current.tools:
-        return _TOOLS
+        return _tools_moved()
     extension = Extension(chunk)
     grew = await extension.holds(previous.transcript, current.transcript)
     moved = None
@@ -214,7 +214,9 @@ async def attribute_pending(
     return _decided(grew, moved, first_diff, system)
 
 
-_TOOLS = Bust(cause="tools", strategy=None, message_index=None)
+def _tools_moved() -> Bust:
+    # A new dict each time: a record's bust reaches the caller's hooks, which may change it.
+    return Bust(cause="tools", strategy=None, message_index=None)
 
 
 def _decided(grew: bool, moved: str | None, first_diff: int | None, system: bool) -> Bust:
