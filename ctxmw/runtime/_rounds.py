@@ -56,7 +56,6 @@ class ToolLoop:
     recorder: CallRecorder
     _completion: CompletionFn | None
     _kwargs: dict[str, Any]
-    _memo: dict[str, Any]
     _notes: HeldNotes
     _pending: Sequence[Message]
     _chain: tuple[str, ...]
@@ -64,6 +63,10 @@ class ToolLoop:
 
     @property
     def save_file(self) -> Path | None:
+        raise NotImplementedError
+
+    @property
+    def _memo(self) -> dict[str, Any]:
         raise NotImplementedError
 
     async def _commit(self, turn: Turn, *, last: bool = False) -> None:

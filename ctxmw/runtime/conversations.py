@@ -1,28 +1,33 @@
-"""What a stateless conversation's next call needs from its previous one, kept between calls.
+"""The long-lived conversation: what every call of one conversation works on.
 
-``ctxmw.acompletion`` builds a :class:`~ctxmw.runtime.session.Session` per call (the caller's
-history is the conversation), so everything a call derives that the next one can reuse lives
-here, keyed by the conversation's identity (the save_file, else the ``session`` id, else
-litellm's ids; :mod:`ctxmw.runtime.identity`):
+A :class:`Conversation` is the state one call leaves for the next: the strategies' memo (and
+in it, per strategy chain, the :class:`~ctxmw.history.History` that answers what changed since
+the previous call), the telemetry recorder (the previous call's payload, for the prefix it
+shares) and the save_file's :class:`~ctxmw.runtime._record.Record` (the loaded transcript, with
+what lines the caller's messages up with it).
 
-* the strategies' memo (``StrategyContext.memo``): their caches and schedule state;
-* the telemetry recorder (the previous call's payload, for the prefix it shares);
-* the save_file's :class:`~ctxmw.runtime._record.Record` itself (the loaded transcript, with
-  what lines the caller's messages up with it): the next call's session works on the same
-  object, reused only while the file is unchanged on disk (another process may write it: the
-  next call then reads it again), and only after a call that succeeded with everything written.
+A :class:`~ctxmw.runtime.session.Session` owns one for its life. ``ctxmw.acompletion`` builds a
+``Session`` per call (its arguments are the call's) around the conversation it finds in a
+registry, keyed by the conversation's identity (the save_file, else the ``session`` id, else
+litellm's ids; :mod:`ctxmw.runtime.identity`): the call works on the registered object itself,
+nothing is copied in or out. What a call may not leave behind it drops when it ends
+(:meth:`Conversation.end`): a record that is not the file exactly (a failed call, a write
+still waiting) is replaced by an unread one, so the next call reads the file again; another
+process may write it in between, which the trip before each turn notices.
 
 A call checks its conversation out and back in. A second call of the same conversation while
 the first still runs (two tasks, no save_file to refuse one of them) gets a fresh, unregistered
-entry: the two never share a memo or a transcript, the second's memo is not kept. The recorder
-is the one exception, shared as before: it only ever holds the latest payload.
+conversation: the two never share a memo or a transcript, the second's memo is not kept. The
+recorder is the one exception, shared as before: it only ever holds the latest payload.
 
 The registry is bounded: at most :data:`MAX_CONVERSATIONS` conversations and about
 :data:`MAX_HELD_BYTES` held (transcript bytes, the recorder's payload at four bytes a token, the
 memo's bounded caches); the least recently used go first, the current one always stays. A
 forgotten conversation's next call starts cold (its transcript read again, measured as a first
-call): slower, never different. Checking out and in is thread-safe: synchronous callers in
-many threads share the registry with async callers on their own loop.
+call): slower, and the same result except where a strategy kept what the messages do not say
+(``shorten_tools_economic``'s cold call points: the time between calls). Checking out and in
+is thread-safe: synchronous callers in many threads share the registry with async callers on
+their own loop.
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ import threading
 from collections import OrderedDict
 from collections.abc import Hashable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
@@ -46,12 +52,12 @@ MAX_HELD_BYTES = 64 * 1024 * 1024
 
 @dataclass(slots=True, eq=False)
 class Conversation:
-    """One conversation's state between calls.
+    """One conversation's state, kept from one call to the next.
 
     Attributes:
-        memo: the strategies' memo.
+        memo: the strategies' memo (``StrategyContext.memo``), with the chain's History.
         recorder: the telemetry recorder, once a call made one.
-        transcript: the save_file's record, when the last call left it exact.
+        record: the save_file's record (an unread one until a call reads the file).
         in_use: a call has it checked out.
         setup: what the memo was made under (the settings and the strategy names); a call
             under another setup starts a new memo, since the strategies' caches assume theirs.
@@ -59,9 +65,16 @@ class Conversation:
 
     memo: dict[str, Any] = field(default_factory=dict)
     recorder: CallRecorder | None = None
-    transcript: Record | None = None
+    record: Record = field(default_factory=lambda: Record(None))
     in_use: bool = False
     setup: Any = None
+
+    def begin(self, setup: Any, path: Path | None) -> None:
+        """A call under ``setup`` on the save_file ``path`` starts: the memo is emptied when
+        the setup changed, the record replaced when it is another file's."""
+        self.memo_for(setup)
+        if self.record.path != path:
+            self.record = Record(path)
 
     def memo_for(self, setup: Any) -> dict[str, Any]:
         """The memo for a call under ``setup`` (emptied when the setup changed)."""
@@ -69,14 +82,20 @@ class Conversation:
             self.memo, self.setup = {}, setup
         return self.memo
 
+    def end(self, *, exact: bool) -> None:
+        """A call ended: its record stays only when ``exact`` (the call succeeded) and the
+        record is the file exactly; otherwise the next call reads the file again."""
+        if not (exact and self.record.exact):
+            self.record = Record(self.record.path)
+
     @property
     def held_bytes(self) -> int:
         """About how many bytes this conversation keeps alive."""
         held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
         if self.recorder is not None:
             held += self.recorder.held_tokens * CHARS_PER_TOKEN
-        if self.transcript is not None and self.transcript.file is not None:
-            held += self.transcript.file.size
+        if self.record.file is not None:
+            held += self.record.file.size
         return held
 
 

@@ -128,35 +128,45 @@ class Session(ToolLoop):
         self._system = system
         self._completion = completion
         self._kwargs = completion_kwargs
-        self._record = Record(Path(save_file) if save_file is not None else None)
+        # What one call leaves for the next; a stateless call works on its registry's instead.
+        self._conversation = Conversation(record=Record(Path(save_file) if save_file else None))
         self._lists_inbox = save_file is not None and any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
         self._pending: Sequence[Message] = ()
         self._unsent: Sequence[Message] = ()  # a failed turn's input that no round committed
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
         self._busy = anyio.Lock(fast_acquire=True)
-        self._memo: dict[str, Any] = {}  # strategies' per-session scratch (StrategyContext.memo)
         self._clock = clock
         self._session_id = session
-        # Built on first use: a stateless call resumes its conversation's recorder instead.
-        self._recorder: CallRecorder | None = None
 
     @property
     def recorder(self) -> CallRecorder:
         """The telemetry of this session: one record per model call (ledger, logger, hooks)."""
-        if self._recorder is None:
+        if self._conversation.recorder is None:
             path = self._record.path
-            self._recorder = CallRecorder(
+            self._conversation.recorder = CallRecorder(
                 self._session_id or (str(path) if path is not None else f"session-{uuid4().hex}"),
                 save_file=path,
                 settings=self.settings,
                 on_call=self.on_call,
             )
-        return self._recorder
+        return self._conversation.recorder
 
     @recorder.setter
     def recorder(self, recorder: CallRecorder) -> None:
-        self._recorder = recorder
+        self._conversation.recorder = recorder
+
+    @property
+    def _recorder(self) -> CallRecorder | None:
+        return self._conversation.recorder
+
+    @property
+    def _record(self) -> Record:
+        return self._conversation.record
+
+    @property
+    def _memo(self) -> dict[str, Any]:  # the strategies' per-session scratch (ctx.memo)
+        return self._conversation.memo
 
     @property
     def save_file(self) -> Path | None:
@@ -187,19 +197,14 @@ class Session(ToolLoop):
         returned = await self._notes.release_only(self._pending)
         self._pending = [n for n in self._pending if not any(n is r for r in returned)]
 
-    def _resume(self, conversation: Conversation) -> None:
-        """Continue from what the previous call of a stateless conversation left (the wrapper's).
-
-        The memo, the recorder and the record are the conversation's own (the record when it is
-        this session's save_file; the trip before the turn still reads the file if it changed).
-        """
-        self._memo = conversation.memo_for((self.settings, [n for n, _ in self.strategies]))
+    def _join(self, conversation: Conversation) -> None:
+        """Work on a stateless conversation's own state (the wrapper's registry entry) from now
+        on: its memo, recorder and record, not this session's (see :class:`Conversation`)."""
+        conversation.begin((self.settings, [n for n, _ in self.strategies]), self.save_file)
         if conversation.recorder is not None:
-            self.recorder = conversation.recorder
-            self.recorder.settings, self.recorder.hooks = self.settings, list(self.on_call)
-        carried = conversation.transcript
-        if carried is not None and carried.path is not None and carried.path == self.save_file:
-            self._record = carried  # the conversation's own record, not a copy
+            conversation.recorder.settings = self.settings
+            conversation.recorder.hooks = list(self.on_call)
+        self._conversation = conversation
 
     def _without_memory_offload(self) -> None:
         """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
@@ -207,15 +212,6 @@ class Session(ToolLoop):
             self.strategies, self.tools, self.offload_store
         )
         self._chain = tuple(name for name, _ in self.strategies)
-
-    def _hand_over(self, conversation: Conversation, *, exact: bool) -> None:
-        """Leave this call's state for the conversation's next call (see :meth:`_resume`).
-
-        The transcript is left only when ``exact`` (the call succeeded and has committed
-        everything) and nothing is waiting to be written: otherwise the next call reads the file.
-        """
-        conversation.recorder = self.recorder
-        conversation.transcript = self._record if exact and self._record.exact else None
 
     async def load(self) -> Messages:
         """Read the save_file now (resuming it) and return the transcript."""

@@ -154,7 +154,7 @@ async def _run(
     key = _conversation_key(options)
     entry = _conversations.check_out(key) if key is not None else None
     if entry is not None:
-        convo._resume(entry)
+        convo._join(entry)
         if options.get("save_file") is None:
             _default_ledger(convo, entry, str(options.get("session")))
     if entry is None or not named:
@@ -164,7 +164,7 @@ async def _run(
 
     async def end(exact: bool) -> None:
         if entry is not None and key is not None:
-            convo._hand_over(entry, exact=exact)
+            entry.end(exact=exact)
             _conversations.check_in(key, entry)
         await _return_to_inbox(convo)
 
