@@ -232,14 +232,23 @@ class Timing:
         self.trips: list[int] = []
         self.append: list[tuple[float, float]] = []
         self.prompts: list[list[Any]] = []
+        self.whole: list[list[Any]] = []  # the caller's whole history of each call
         self.theirs: list[Sample] = []
 
-    def add(self, sample: Sample, prompt: list[Any]) -> None:
+    def add(self, sample: Sample, prompt: list[Any], whole: list[Any]) -> None:
         self.ours.append(sample)
         self.tele.append(TelemetryClock.take())
         self.trips.append(Trips.take())
         self.append.append(AppendClock.take())
         self.prompts.append(prompt)
+        self.whole.append(whole)
+
+    @staticmethod
+    def skip() -> None:
+        """Forget a call's clocks: the first call at a size indexes the history, not warm."""
+        TelemetryClock.take()
+        Trips.take()
+        AppendClock.take()
 
     async def litellm(self) -> Timing:
         """litellm's own client time on each prompt ctxmw sent, after all of ctxmw's calls."""
@@ -262,43 +271,48 @@ class Timing:
         return statistics.median(own), statistics.median(wall), statistics.median(cpu)
 
 
-async def stateless(n: int, calls: int, folder: Path) -> Timing:
+async def stateless(
+    n: int, calls: int, folder: Path, options: dict[str, Any] | None = None, timing: Any = None
+) -> Timing:
+    """``ctxmw.acompletion`` on the whole history, one round added per call (``options``: more
+    keyword arguments; ``timing``: a :class:`Timing` to fill)."""
     fake = Instant()
     history = _balanced(transcript(n)[:n])
-    save = folder / f"stateless-{n}.jsonl"
-    timing = Timing()
+    save = folder / f"stateless-{n}-{len(os.listdir(folder))}.jsonl"
+    timing = timing or Timing()
     for k in range(calls + 1):
         history = [*history, *round_of(1_000_000 + k), {"role": "user", "content": f"go {k}"}]
         fake.ready()
         sample = await timed(
-            lambda h=history: ctxmw.acompletion(MODEL, h, save_file=save, completion=fake)
+            lambda h=history: ctxmw.acompletion(
+                MODEL, h, save_file=save, completion=fake, **(options or {})
+            )
         )
-        history = [*history, {"role": "assistant", "content": "ok"}]
         if k:
-            timing.add(sample, fake.last)
-        else:  # the first call at a size indexes the history: not a warm call
-            TelemetryClock.take()
-            Trips.take()
-            AppendClock.take()
+            timing.add(sample, fake.last, history)
+        else:
+            timing.skip()
+        history = [*history, {"role": "assistant", "content": "ok"}]
     return await timing.litellm()
 
 
-async def session_path(n: int, calls: int, folder: Path) -> Timing:
+async def session_path(
+    n: int, calls: int, folder: Path, options: dict[str, Any] | None = None, timing: Any = None
+) -> Timing:
+    """``Session.ask`` on a session resumed from the same transcript (arguments as above)."""
     fake = Instant()
-    save = folder / f"session-{n}.jsonl"
+    save = folder / f"session-{n}-{len(os.listdir(folder))}.jsonl"
     lines = "".join(json.dumps(m) + "\n" for m in _balanced(transcript(n)[:n]))
     save.write_text(lines)
-    session = ctxmw.Session(MODEL, save_file=save, completion=fake)
-    timing = Timing()
+    session = ctxmw.Session(MODEL, save_file=save, completion=fake, **(options or {}))
+    timing = timing or Timing()
     for k in range(calls + 1):
         fake.ready()
         sample = await timed(lambda k=k: session.ask(f"go {k}"))
         if k:
-            timing.add(sample, fake.last)
-        else:  # the first call at a size indexes the history: not a warm call
-            TelemetryClock.take()
-            Trips.take()
-            AppendClock.take()
+            timing.add(sample, fake.last, session.messages[:-1])  # the transcript before the reply
+        else:
+            timing.skip()
     return await timing.litellm()
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from ctxmw.messages.canonical import DigestCache
+from ctxmw.messages.canonical import message_digest
 from ctxmw.messages.normal import normal_key, normal_message, same_message
 
 CALL = {"id": "c1", "type": "function", "function": {"name": "add", "arguments": '{"a": 2}'}}
@@ -71,7 +71,6 @@ def test_normal_form_leaves_the_input_untouched() -> None:
 
 
 def test_the_telemetry_digests_use_the_normal_form() -> None:
-    cache = DigestCache()
     resent = {"role": "assistant", "content": None, "tool_calls": [CALL]}
-    assert cache.digests([STORED]) == cache.digests([resent])
-    assert cache.digests([STORED]) != cache.digests([{"role": "user", "content": "x"}])
+    assert message_digest(STORED) == message_digest(resent)
+    assert message_digest(STORED) != message_digest({"role": "user", "content": "x"})

@@ -15,7 +15,13 @@ from ctxmw.history import DigestSlots
 from ctxmw.history import _facts as digests_module
 from ctxmw.telemetry import ApproxCounter, CallRecorder
 from ctxmw.telemetry import recorder as recorder_module
-from ctxmw.telemetry.bust import CallShape, PendingShape, attribute_bust, attribute_pending
+from ctxmw.telemetry.bust import (
+    CallShape,
+    PendingShape,
+    attribute_bust,
+    attribute_pending,
+    call_shape,
+)
 
 
 def shape(
@@ -273,3 +279,19 @@ def test_comparing_the_lists_names_what_their_digests_name(
     )
     by_lists = anyio.run(lambda: attribute_pending(old, new, 3, system=system, chunk=2))
     assert by_lists == by_digests
+
+
+def test_call_shape_digests_the_transcript_and_each_stage_and_names_the_moved_one() -> None:
+    slots = DigestSlots()
+    head = [{"role": "user", "content": "a"}, {"role": "assistant", "content": "b"}]
+    old = call_shape(slots, b"t", head, [("shorten", head)])
+    slots.end_call()
+    shorter = [head[0]]
+    new = call_shape(slots, b"t", [*head, {"role": "user", "content": "c"}], [("shorten", shorter)])
+    assert len(old.transcript) == 2
+    assert new.transcript[:2] == old.transcript
+    assert new.stages[0][1] == old.stages[0][1][:1]
+    bust = attribute_bust(old, new, 1, True)
+    assert bust is not None
+    assert bust["cause"] == "strategy"
+    assert bust["strategy"] == "shorten"

@@ -1,4 +1,4 @@
-"""Canonical bytes and digests of the wire payload, one message at a time, cached by identity.
+"""Canonical bytes and digests of the wire payload, one message at a time.
 
 The canonical form of a message is its compact JSON with keys in insertion order (the order the
 provider receives them), minus ``cache_control`` marks, with a content list that is one bare
@@ -10,10 +10,11 @@ the next (as ``cache_breakpoints`` does) does not break a prefix.
 (repeated tool calls, cached summaries): keys sorted, so two dicts that say the same thing in
 another key order are one text. Nothing else in ctxmw writes its own.
 
-Digests are cached per message object: strategies pass unchanged messages on as the same dicts,
-so a call only serialises the messages it has not seen before (new ones, and the compacted
-copies a strategy rebuilds). A dict edited in place after it was sent is not re-read. A message's
-digest is taken over its normal form (:mod:`ctxmw.messages.normal`): ``content: ""`` or ``None``
+The telemetry digests a call's lists through :class:`~ctxmw.history.DigestSlots`, which keeps
+them per message object: strategies pass unchanged messages on as the same dicts, so a call only
+serialises the messages it has not seen before (new ones, and the compacted copies a strategy
+rebuilds). A dict edited in place after it was sent is not re-read. A message's digest is taken
+over its normal form (:mod:`ctxmw.messages.normal`): ``content: ""`` or ``None``
 beside tool calls, provider extras and re-spaced tool arguments do not move the prefix.
 """
 
@@ -28,7 +29,6 @@ from ctxmw.messages._json import canonical_json, json_default
 from ctxmw.messages.normal import normal_message
 
 __all__ = [
-    "DigestCache",
     "canonical_bytes",
     "canonical_json",
     "has_cache_mark",
@@ -69,74 +69,6 @@ def tools_digest(tools: Sequence[Mapping[str, Any]] | None) -> bytes:
 def payload_digest(tools: bytes, messages: Iterable[bytes]) -> str:
     """Hex digest of a whole payload from its tools digest and per-message digests."""
     return hashlib.blake2b(tools + b"".join(messages), digest_size=_DIGEST_SIZE).hexdigest()
-
-
-class DigestCache:
-    """Per-message digests, cached by object identity across consecutive calls.
-
-    Lookups run at C speed (``map`` over ids and a dict); only unseen messages are serialised.
-    The cache holds a reference to every message it indexes, so an id is never confused with a
-    recycled one. Call ``rotate()`` once per call: it drops the entries of messages no longer
-    in use once they outnumber the live ones.
-    """
-
-    def __init__(self) -> None:
-        self._index: dict[int, bytes] = {}
-        self._refs: dict[int, object] = {}
-        self._marked: set[int] = set()
-        self._system: set[int] = set()
-        self._seen: list[tuple[list[int], list[bytes], Sequence[object]]] = []
-
-    def digests(self, messages: Sequence[Mapping[str, Any]]) -> list[bytes]:
-        """The digest of every message, computing only those not seen in the last two calls."""
-        for _, seen_digests, seen in self._seen:
-            if seen is messages:  # the same list twice in one call (a strategy that passed)
-                return seen_digests
-        ids = list(map(id, messages))
-        found = list(map(self._index.get, ids))
-        if None in found:  # new messages sit at the end; rebuilt ones where a strategy put them
-            for i in range(found.index(None), len(found)):
-                if found[i] is None:
-                    found[i] = self._compute(ids[i], messages[i])
-        digests: list[bytes] = found  # type: ignore[assignment]  # every None was filled
-        self._seen.append((ids, digests, messages))
-        return digests
-
-    def has_system(self, messages: Sequence[Mapping[str, Any]]) -> bool:
-        """Whether any of these (already digested) messages is a system message."""
-        return not self._system.isdisjoint(map(id, messages))
-
-    def marked_positions(self, messages: Sequence[Mapping[str, Any]]) -> set[int]:
-        """Indices of the (already digested) messages that carry a ``cache_control`` mark."""
-        if self._marked.isdisjoint(map(id, messages)):
-            return set()
-        return {i for i, message in enumerate(messages) if id(message) in self._marked}
-
-    def rotate(self) -> None:
-        """End a call. Entries of messages no longer in use are dropped once they outnumber the
-        live ones (an amortised rebuild, so a call does not pay for a full copy of the index)."""
-        live = {id(messages): ids for ids, _, messages in self._seen}
-        in_use = sum(map(len, live.values()))
-        if len(self._index) > 2 * in_use + 1024:
-            index: dict[int, bytes] = {}
-            refs: dict[int, object] = {}
-            for ids, digests, messages in self._seen:
-                index.update(zip(ids, digests, strict=True))
-                refs.update(zip(ids, messages, strict=True))
-            self._index, self._refs = index, refs
-            self._marked.intersection_update(index)
-            self._system.intersection_update(index)
-        self._seen = []
-
-    def _compute(self, key: int, message: Mapping[str, Any]) -> bytes:
-        digest = message_digest(message)
-        self._index[key] = digest
-        self._refs[key] = message
-        if message.get("role") == "system":
-            self._system.add(key)
-        if has_cache_mark(message):
-            self._marked.add(key)
-        return digest
 
 
 def has_cache_mark(message: Mapping[str, Any]) -> bool:

@@ -9,7 +9,7 @@ ledgers and :mod:`~ctxmw.telemetry.report` draws them. litellm is imported lazil
 
 from __future__ import annotations
 
-from ctxmw.messages.canonical import DigestCache, canonical_bytes, payload_digest, tools_digest
+from ctxmw.messages.canonical import canonical_bytes, payload_digest, tools_digest
 from ctxmw.telemetry.alerts import Alert, AlertRules, AlertState
 from ctxmw.telemetry.bust import Bust, CallShape, attribute_bust, call_shape
 from ctxmw.telemetry.counters import ApproxCounter, LiteLLMCounter, TokenCounter
@@ -37,7 +37,6 @@ __all__ = [
     "CallRecord",
     "CallRecorder",
     "CallShape",
-    "DigestCache",
     "LedgerWriter",
     "LiteLLMCounter",
     "OtelExport",

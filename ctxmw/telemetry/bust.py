@@ -24,7 +24,6 @@ from dataclasses import dataclass
 from typing import Any, TypedDict
 
 from ctxmw.history import DigestSlots, Extension, SlotView
-from ctxmw.messages.canonical import DigestCache
 from ctxmw.telemetry.prefix import common_prefix_length
 
 __all__ = [
@@ -66,7 +65,7 @@ class CallShape:
 
 
 def call_shape(
-    cache: DigestSlots | DigestCache,
+    cache: DigestSlots,
     tools: bytes,
     transcript: Sequence[Mapping[str, Any]],
     trace: Sequence[tuple[str, Sequence[Mapping[str, Any]]]] | None,
@@ -75,13 +74,10 @@ def call_shape(
 ) -> CallShape:
     """Digest a call's transcript and each traced strategy output.
 
-    With :class:`~ctxmw.history.DigestSlots` (the recorder's) each list is compared
-    with the previous call's list of the same place and only changed messages are digested;
+    Each list is compared with the previous call's list of the same place in ``cache`` (a
+    :class:`~ctxmw.history.DigestSlots`, the recorder's) and only changed messages are digested;
     ``side`` keeps a side call's (a summary's) lists apart from the agent's.
     """
-    if isinstance(cache, DigestCache):
-        stages = [(name, cache.digests(output)) for name, output in trace or ()]
-        return CallShape(tools, cache.digests(transcript), stages)
     return PendingShape(cache, tools, transcript, trace, side=side).resolve_now(cache)
 
 
