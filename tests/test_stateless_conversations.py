@@ -15,6 +15,7 @@ import anyio
 import pytest
 
 import ctxmw
+from ctxmw.errors import UsageError
 from ctxmw.runtime import revisions, wrapper
 from ctxmw.runtime.conversations import Conversation, Conversations
 from ctxmw.runtime.transcript import TranscriptFile
@@ -378,3 +379,14 @@ async def test_a_sessions_own_system_message_does_not_shift_what_the_caller_matc
     # The caller's history never had the system message: it is an edit that removes it.
     assert fake.prompts[1] == second
     assert session.messages == [*second, {"role": "assistant", "content": "b"}]
+
+
+async def test_an_empty_save_file_is_refused_not_ignored() -> None:
+    """``save_file=""`` names no file: a clear error, never a run that records nothing."""
+    fake = FakeCompletion(text("a"), text("b"))
+    history: Messages = [{"role": "user", "content": "x"}]
+    with pytest.raises(UsageError, match="names no file"):
+        await ctxmw.acompletion("gpt-4o", history, save_file="", completion=fake)
+    with pytest.raises(UsageError, match="names no file"):
+        await ctxmw.Session("gpt-4o", save_file="", completion=fake).ask("x")
+    assert fake.calls == []

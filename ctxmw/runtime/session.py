@@ -129,7 +129,8 @@ class Session(ToolLoop):
         self._completion = completion
         self._kwargs = completion_kwargs
         # What one call leaves for the next; a stateless call works on its registry's instead.
-        self._conversation = Conversation(record=Record(Path(save_file) if save_file else None))
+        path = Path(save_file) if save_file is not None else None
+        self._conversation = Conversation(record=Record(path))
         self._lists_inbox = save_file is not None and any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
         self._pending: Sequence[Message] = ()
