@@ -272,7 +272,11 @@ class Timing:
 
 
 async def stateless(
-    n: int, calls: int, folder: Path, options: dict[str, Any] | None = None, timing: Any = None
+    n: int,
+    calls: int,
+    folder: Path,
+    options: dict[str, Any] | None = None,
+    timing: Timing | None = None,
 ) -> Timing:
     """``ctxmw.acompletion`` on the whole history, one round added per call (``options``: more
     keyword arguments; ``timing``: a :class:`Timing` to fill)."""
@@ -297,7 +301,11 @@ async def stateless(
 
 
 async def session_path(
-    n: int, calls: int, folder: Path, options: dict[str, Any] | None = None, timing: Any = None
+    n: int,
+    calls: int,
+    folder: Path,
+    options: dict[str, Any] | None = None,
+    timing: Timing | None = None,
 ) -> Timing:
     """``Session.ask`` on a session resumed from the same transcript (arguments as above)."""
     fake = Instant()

@@ -16,8 +16,8 @@ guide says so); :func:`test_a_forgotten_conversation_has_lost_its_cold_points` p
 from __future__ import annotations
 
 import contextlib
+import itertools
 import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -115,13 +115,6 @@ class Caller:
             await self.call(text(f"answer {step}"))
 
 
-def _ids() -> Iterator[int]:
-    n = 0
-    while True:
-        n += 1
-        yield n
-
-
 async def _run(ops: list[str], chain: str, cold: bool, tmp: Path) -> tuple[Any, Any]:
     """Every prompt the model got, and every revision of the save_file."""
     caller = Caller(tmp / ("cold.jsonl" if cold else "kept.jsonl"), chain, cold)
@@ -144,10 +137,10 @@ def test_a_long_lived_conversation_gives_what_a_fresh_one_gives(
 ) -> None:
     async def both() -> None:
         with tempfile.TemporaryDirectory() as tmp:
-            monkeypatch.setattr("ctxmw.testing._ids", _ids())  # the same tool-call ids
+            monkeypatch.setattr("ctxmw.testing._ids", itertools.count(1))  # the same tool-call ids
             wrapper._conversations = Conversations()
             kept = await _run(ops, chain, False, Path(tmp))
-            monkeypatch.setattr("ctxmw.testing._ids", _ids())
+            monkeypatch.setattr("ctxmw.testing._ids", itertools.count(1))
             cold = await _run(ops, chain, True, Path(tmp))
         assert kept[0] == cold[0]  # every prompt
         assert kept[1] == cold[1]  # every revision of the save_file
@@ -181,7 +174,7 @@ def test_a_forgotten_conversation_has_lost_its_cold_points(
     anyway); one forgotten before that call cannot know the gap and keeps its prefix."""
 
     async def prompts(cold: bool) -> Any:
-        monkeypatch.setattr("ctxmw.testing._ids", _ids())
+        monkeypatch.setattr("ctxmw.testing._ids", itertools.count(1))
         wrapper._conversations = Conversations()
         return (await _run(["tool", "tool", "tool", "wait"], "default", cold, tmp_path))[0]
 
