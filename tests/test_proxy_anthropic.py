@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from ctxmw.proxy._anthropic import ORIGIN, AnthropicTranslation
+from tests._fleet_convo import FLEET_SETTINGS
 from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
 from tests._proxy_routes import (
     ANTHROPIC,
+    Key,
     anthropic_answer,
     anthropic_events,
     make_hook,
@@ -136,3 +138,24 @@ async def test_a_block_that_is_not_an_object_is_a_400() -> None:
         await send(make_hook(), ANTHROPIC, body, anthropic_answer(0))
     assert caught.value.status_code == 400
     assert "messages[0].content" in json.dumps(caught.value.detail)
+
+
+@pytest.mark.parametrize("inner", ["acompletion", "aresponses"])
+async def test_litellms_own_call_for_an_openai_deployment_goes_as_litellm_made_it(
+    inner: str,
+) -> None:
+    """In front of an OpenAI-compatible deployment LiteLLM translates the request to chat (or to
+    the Responses API for ``openai/``) and calls the deployment hook again, with the same
+    logging object and call id: that call is not this route's, and goes as LiteLLM made it."""
+    hook, request = make_hook(**FLEET_SETTINGS), object()
+    body = anthropic_request(16)  # long enough to be shortened
+    data = {"model": "agent", **body, "litellm_call_id": "c", "litellm_logging_obj": request}
+    await hook.async_pre_call_hook(Key(), None, data, "anthropic_messages")
+    kwargs = {"model": "openai/fake-model", **body, "litellm_logging_obj": request}
+    outer = await hook.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
+    assert outer is not None
+    translated = _as_chat({**body, **outer})
+    assert any(m["role"] == "tool" for m in translated)
+    made = {"messages": translated} if inner == "acompletion" else {"input": [{"role": "user"}]}
+    again = {"model": "openai/fake-model", **made, "litellm_logging_obj": request}
+    assert await hook.async_pre_call_deployment_hook(again, inner) is None

@@ -59,12 +59,17 @@ async def send(
     key: Key | None = None,
     fail: bool = False,
 ) -> tuple[Messages, dict[str, Any]]:
-    """One request through the hooks: the prompt sent upstream and the request's data."""
-    call_id = f"call-{next(_ids)}"
+    """One request through the hooks: the prompt sent upstream and the request's data.
+
+    As the proxy does: every hook of the request gets its one logging object, except the
+    failure hook, whose data (the pre-call hook's dict) the proxy strips of it first.
+    """
+    call_id, request = f"call-{next(_ids)}", object()
     data: dict[str, Any] = {
         "model": "agent",
         "messages": messages,
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "metadata": dict(metadata or {}),
     }
     if session is not None:
@@ -75,9 +80,11 @@ async def send(
         "api_base": API_BASE,
         "messages": messages,
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
     }
-    sent = await hook.async_pre_call_deployment_hook(kwargs, None) or kwargs  # None: unchanged
+    sent = await hook.async_pre_call_deployment_hook(kwargs, "acompletion") or kwargs
     if fail:
+        del data["litellm_logging_obj"]
         await hook.async_post_call_failure_hook(data, RuntimeError("upstream down"), key or Key())
     else:
         response = text("ok", usage=usage(10, 1))
@@ -141,6 +148,7 @@ async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None
         "model": "agent",
         "messages": history(1),
         "litellm_call_id": "dies",
+        "litellm_logging_obj": object(),
         "litellm_session_id": "conv",
     }
     await a.async_pre_call_hook(Key(), None, data, "acompletion")  # ... and no end hook: killed
@@ -310,15 +318,41 @@ async def test_the_deployments_injection_points_count_against_the_mark_limit() -
     points = [{"location": "message", "role": "system"}]
     hook = make_hook(MemoryState(), settings={"prompt_strategies": "cache_breakpoints"})
     messages, _ = synthetic(120)
-    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_call_id": "c1"}
+    request = object()  # the proxy's logging object for this request
+    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_logging_obj": request}
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
     kwargs = {
         "model": "anthropic/claude-sonnet-4-5",
         "messages": messages,
-        "litellm_call_id": "c1",
+        "litellm_logging_obj": request,
         "cache_control_injection_points": points,
     }
-    sent = await hook.async_pre_call_deployment_hook(kwargs, None)
+    sent = await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     assert sent is not None
     own = sum(map(count_marks, sent["messages"]))
     assert own == MAX_BREAKPOINTS - len(injected_indices(sent["messages"], points))
+
+
+async def test_two_requests_sharing_a_call_id_each_send_their_own_conversation() -> None:
+    """A client may set ``x-litellm-call-id``: two tenants' requests in flight at once with
+    one id, both past the pre-call hook before either reaches the deployment, stay apart."""
+    hook = make_hook(MemoryState(), ledger="none")
+    keys = [Key(team="team-a"), Key(team="team-b")]
+    requests = [object(), object()]  # the proxy's logging object of each request
+    datas: list[dict[str, Any]] = []
+    for key, request, tag in zip(keys, requests, ("A", "B"), strict=True):
+        data = {"model": "agent", "messages": history(8, tag=tag), "litellm_call_id": "same"}
+        datas.append({**data, "litellm_session_id": "run", "litellm_logging_obj": request})
+        await hook.async_pre_call_hook(key, None, datas[-1], "acompletion")
+    sent = []
+    for request, tag in zip(requests, ("A", "B"), strict=True):
+        kwargs = {"model": MODEL, "messages": history(8, tag=tag), "litellm_call_id": "same"}
+        kwargs["litellm_logging_obj"] = request
+        sent.append(await hook.async_pre_call_deployment_hook(kwargs, "acompletion"))
+    assert [s["messages"][0]["content"] for s in sent] == [
+        history(1, tag="A")[0]["content"],
+        history(1, tag="B")[0]["content"],
+    ]
+    for key, data in zip(keys, datas, strict=True):
+        await hook.async_post_call_success_hook(data, key, text("ok", usage=usage(10, 1)))
+        assert ledger_of(data)["session"] == scoped("run", key)

@@ -93,17 +93,18 @@ async def test_a_state_failing_after_the_answer_never_fails_the_call(
     state = BrokenState(mode)
     hook = make_hook(state, state_timeout=0.2)
     await state.push_note(scoped(), "note", "secret note text")
-    call_id = "after-answer"
+    call_id, request = "after-answer", object()  # the proxy's logging object for it
     data: dict[str, Any] = {
         "model": "agent",
         "messages": history(3),
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "litellm_session_id": "conv",
         "metadata": {},
     }
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
-    kwargs = {"model": "openai/fake-model", "messages": history(3), "litellm_call_id": call_id}
-    await hook.async_pre_call_deployment_hook(kwargs, None)
+    kwargs = {"model": "openai/fake-model", "messages": history(3), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     state.broken = True  # Redis goes away while the provider answers
     before = failures("telemetry")
     with caplog.at_level(logging.WARNING, logger="ctxmw"):
@@ -120,16 +121,17 @@ async def test_an_answer_without_cache_figures_is_recorded_and_counted(tmp_path:
     pytest.importorskip("prometheus_client")
     ledger = tmp_path / "{replica}.jsonl"
     hook = make_hook(MemoryState(), ledger=str(ledger), replica="r1")
-    call_id = "no-cache-figures"
+    call_id, request = "no-cache-figures", object()  # the proxy's logging object for it
     data: dict[str, Any] = {
         "model": "agent",
         "messages": history(2),
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "litellm_session_id": "conv",
     }
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
-    kwargs = {"model": "openai/fake-model", "messages": history(2), "litellm_call_id": call_id}
-    await hook.async_pre_call_deployment_hook(kwargs, None)
+    kwargs = {"model": "openai/fake-model", "messages": history(2), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     answer = {
         "id": "chatcmpl-1",
         "object": "chat.completion",

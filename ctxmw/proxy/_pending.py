@@ -1,13 +1,22 @@
 """What one request carries from the pre-call hook to its success or failure hook.
 
-Kept in this process only, keyed by ``litellm_call_id``: the proxy runs every hook of a request
-in the process that accepted it. Bounded: a request whose end hook never ran (a crash inside
-litellm) is forgotten after ``max_requests`` newer ones; its claimed notes are then taken over
-by the conversation's next request (see :mod:`ctxmw.state`).
+Kept in this process only (the proxy runs every hook of a request in the process that accepted
+it), and found by the objects the proxy made for that request, never by an id the client can
+send: ``litellm_call_id`` comes from the client's ``x-litellm-call-id`` header when it sends
+one, so two requests may share it. The proxy hands every hook of one request the same logging
+object (``litellm_logging_obj``, made before the pre-call hook); the failure hook gets the
+pre-call hook's own ``data`` dict instead (the proxy drops the logging object from it first).
+A request is registered under both, and held by them: while it is pending, neither object can
+be freed, so no other request's object can take its ``id()``.
+
+Bounded: a request whose end hook never ran (a crash inside litellm) is forgotten after
+``max_requests`` newer ones; its claimed notes are then taken over by the conversation's next
+request (see :mod:`ctxmw.state`).
 """
 
 from __future__ import annotations
 
+import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
@@ -38,6 +47,10 @@ class Pending:
         stats: the strategies' ``ctx.stats``.
         started: ``time.perf_counter()`` when the deployment hook handed the request on.
         translation: the route's translation to and from chat messages (:mod:`._routes`).
+        route: the route's call family (``chat``, ``anthropic``, ``responses``): a deployment
+            call of another family is LiteLLM's own translation of this request (see
+            :meth:`~ctxmw.proxy.callback.CtxmwProxyHook.async_pre_call_deployment_hook`).
+        claim: the id its inbox notes are claimed under (ctxmw's own, unique per request).
         passthrough: the shared state failed and the policy is ``open``: the caller's messages
             go upstream unchanged, and nothing is recorded.
     """
@@ -53,29 +66,55 @@ class Pending:
     stats: dict[str, dict[str, Any]] = field(default_factory=dict)
     started: float = 0.0
     translation: Translation | None = None
+    route: str = "chat"
+    claim: str = field(default_factory=lambda: uuid.uuid4().hex)
     passthrough: bool = False
 
 
 class PendingRequests:
-    """A bounded map from ``litellm_call_id`` to :class:`Pending`."""
+    """A bounded map from a request's own objects to its :class:`Pending` (see the module doc)."""
 
     def __init__(self, max_requests: int = 10_000) -> None:
-        self._items: OrderedDict[str, Pending] = OrderedDict()
+        # By id() of a request's first handle: the handles themselves (held, so no id is
+        # reused while the request is pending) and its Pending.
+        self._items: OrderedDict[int, tuple[tuple[object, ...], Pending]] = OrderedDict()
+        self._index: dict[int, int] = {}  # id() of every handle -> its request's key
         self._max = max_requests
 
-    def put(self, call_id: str, pending: Pending) -> None:
-        """Remember a request."""
-        self._items[call_id] = pending
+    def put(self, pending: Pending, *handles: object) -> None:
+        """Remember a request under each of ``handles`` (the first one names it)."""
+        for handle in handles:
+            self.pop(handle)
+        key = id(handles[0])
+        self._items[key] = (handles, pending)
+        self._index.update((id(handle), key) for handle in handles)
         while len(self._items) > self._max:
-            self._items.popitem(last=False)
+            _, (old, _) = self._items.popitem(last=False)
+            self._unindex(old)
 
-    def get(self, call_id: object) -> Pending | None:
-        """The request, if known."""
-        return self._items.get(call_id) if isinstance(call_id, str) else None
+    def get(self, handle: object) -> Pending | None:
+        """The request ``handle`` (the very object, not an equal one) belongs to, if known."""
+        key = self._key(handle)
+        return self._items[key][1] if key is not None else None
 
-    def pop(self, call_id: object) -> Pending | None:
-        """Forget the request and return it."""
-        return self._items.pop(call_id, None) if isinstance(call_id, str) else None
+    def pop(self, handle: object) -> Pending | None:
+        """Forget the request ``handle`` belongs to, and return it."""
+        key = self._key(handle)
+        if key is None:
+            return None
+        handles, pending = self._items.pop(key)
+        self._unindex(handles)
+        return pending
+
+    def _key(self, handle: object) -> int | None:
+        key = self._index.get(id(handle)) if handle is not None else None
+        if key is None or not any(h is handle for h in self._items[key][0]):
+            return None
+        return key
+
+    def _unindex(self, handles: tuple[object, ...]) -> None:
+        for handle in handles:
+            self._index.pop(id(handle), None)
 
     def __len__(self) -> int:
         return len(self._items)

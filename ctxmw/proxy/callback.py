@@ -8,7 +8,8 @@ A request's path through the hooks (all in the process that accepted it):
    in the strategy list, its inbox notes, claimed atomically in the shared state. An ``abort``
    note answers the request with HTTP 400; a shared state that does not answer in time, HTTP
    503 or the caller's messages unchanged (:mod:`ctxmw.proxy._guard`). ctxmw's options are
-   removed from the request wherever they came (``metadata``, ``extra_body.metadata``, ...).
+   removed from every request wherever they came (``metadata``, ``extra_body.metadata``, ...).
+   The plan is kept under this request's own objects, never a client's id (:mod:`._pending`).
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
    strategies run on the caller's messages, ``inbox`` appending the claimed notes, with the
    conversation's memo as this replica last left it (:mod:`ctxmw.runtime.conversations`, as the
@@ -17,7 +18,8 @@ A request's path through the hooks (all in the process that accepted it):
    in the proxy: no ``now``), so a replica that did not serve the previous request computes the
    same prompt from the history; ``summarize``'s last fold is the one exception (another
    replica summarises anew). A strategy's own call (a summary) goes to this deployment with
-   the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`).
+   the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`). LiteLLM's second
+   call for a request it translates goes as LiteLLM made it (:mod:`ctxmw.proxy._routes`).
 3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
@@ -42,7 +44,7 @@ from ctxmw.errors import CtxmwError, UsageError
 from ctxmw.proxy._guard import StateUnavailable, after_answer, before_upstream, failed
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy._request import nested_too_deep
-from ctxmw.proxy._routes import ChatTranslation, Translation, translation_of
+from ctxmw.proxy._routes import ChatTranslation, Translation, route_of, translation_of
 from ctxmw.proxy._side_call import DeploymentCall
 from ctxmw.proxy.config import ProxyConfig, load_config
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
@@ -104,28 +106,33 @@ class CtxmwProxyHook(CustomLogger):
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         """Identify the conversation, resolve its settings, claim its notes (see module doc)."""
+        name = _call_name(call_type)
+        tenant = pop_ctxmw_entries(data)  # from every request, whether ctxmw serves it or not
+        request = data.get("litellm_logging_obj")  # this request's own object (see _pending)
         try:
-            translation = translation_of(data, _call_name(call_type))
-            if translation is None:  # not a conversation ctxmw shortens (see _routes)
+            translation = translation_of(data, name)
+            if translation is None or request is None:  # nothing to shorten, or to keep it by
                 return None
-            pending = self._plan(data, user_api_key_dict, translation.messages)
+            pending = self._plan(data, user_api_key_dict, translation.messages, tenant)
         except UsageError as exc:
             raise _http_error(400, str(exc)) from exc
         except RecursionError as exc:
             raise _http_error(400, nested_too_deep(_conversation_of(data))) from exc
-        pending.translation = translation
-        call_id = str(data.get("litellm_call_id") or "")
-        if any(name == "inbox" for name, _ in pending.strategies):
-            await self._claim_or_policy(pending, call_id)
-        self._pending.put(call_id, pending)
+        pending.translation, pending.route = translation, route_of(name) or "chat"
+        self._pending.put(pending, request, data)  # before the first await
+        if any(strategy == "inbox" for strategy, _ in pending.strategies):
+            await self._claim_or_policy(pending)
         return None
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
-        """Run the strategies on the caller's messages; the returned kwargs are sent."""
-        pending = self._pending.get(kwargs.get("litellm_call_id"))
+        """Run the strategies on the caller's messages; the returned kwargs are sent. A call
+        of another route is LiteLLM's translation of what this returned (see ``_routes``)."""
+        pending = self._pending.get(kwargs.get("litellm_logging_obj"))
         if pending is None or pending.passthrough:
+            return None
+        if route_of(_call_name(call_type)) != pending.route:
             return None
         try:
             prompt = await self._prompt(pending, kwargs)
@@ -160,23 +167,23 @@ class CtxmwProxyHook(CustomLogger):
         self, data: dict[str, Any], user_api_key_dict: Any, response: Any
     ) -> Any:
         """Record the call and commit its state before the client gets the answer."""
-        pending = self._pending.pop(data.get("litellm_call_id"))
+        pending = self._pending.pop(data.get("litellm_logging_obj"))
         if pending is not None and pending.wire:
-            await self._commit(pending, data, response, str(data.get("litellm_call_id")))
+            await self._commit(pending, data, response)
         return None
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the stream through; once read to its end, commit like a whole answer."""
-        call_id = request_data.get("litellm_call_id")
+        request = request_data.get("litellm_logging_obj")
         chunks = []
         async for chunk in response:
             chunks.append(chunk)
             yield chunk
-        pending = self._pending.pop(call_id)
+        pending = self._pending.pop(request)
         if pending is not None and pending.wire:
-            await self._commit(pending, request_data, chunks, str(call_id))
+            await self._commit(pending, request_data, chunks)
 
     async def async_post_call_failure_hook(
         self,
@@ -186,18 +193,21 @@ class CtxmwProxyHook(CustomLogger):
         traceback_str: str | None = None,
     ) -> Any:
         """The request failed: its claimed notes go back to the conversation's inbox."""
-        call_id = request_data.get("litellm_call_id")
-        pending = self._pending.pop(call_id)
+        # The proxy drops the logging object from this hook's data: the pre-call hook's dict.
+        pending = self._pending.pop(request_data.get("litellm_logging_obj"))
+        pending = pending or self._pending.pop(request_data)
         if pending is not None and pending.notes:
-            conversation = pending.identity.conversation
+            conversation, claim, notes = pending.identity.conversation, pending.claim, pending.notes
 
             async def give_back() -> None:
-                await self.state.settle(conversation, str(call_id), pending.notes)
+                await self.state.settle(conversation, claim, notes)
 
             await after_answer("inbox give-back", give_back, self._timeout, self._metrics)
         return None
 
-    def _plan(self, data: dict[str, Any], key: Any, messages: Messages) -> Pending:
+    def _plan(
+        self, data: dict[str, Any], key: Any, messages: Messages, entries: list[object]
+    ) -> Pending:
         model_group = str(data.get("model") or "")
         alias = getattr(key, "key_alias", None)
         operator = self.config.options(model_group, alias)
@@ -206,7 +216,7 @@ class CtxmwProxyHook(CustomLogger):
         tenant = tenant_overrides(
             self.config.request_options,
             [("the key's metadata.ctxmw", _ctxmw_of(getattr(key, "metadata", None)))]
-            + [("the request's metadata.ctxmw", entry) for entry in pop_ctxmw_entries(data)],
+            + [("the request's metadata.ctxmw", entry) for entry in entries],
             [name for name, _ in chain],
         )
         settings = self._settings_for({**operator, **tenant}) if tenant else base
@@ -236,19 +246,19 @@ class CtxmwProxyHook(CustomLogger):
     def _timeout(self) -> float:
         return self.config.state_timeout
 
-    async def _claim_or_policy(self, pending: Pending, call_id: str) -> None:
+    async def _claim_or_policy(self, pending: Pending) -> None:
         """Claim the notes (an ``abort`` answers 400); a shared state that cannot answer in
         time follows the configured policy."""
-        conversation = pending.identity.conversation
+        conversation, claim = pending.identity.conversation, pending.claim
         try:
             notes = await before_upstream(
-                lambda: self.state.claim_notes(conversation, call_id), self._timeout
+                lambda: self.state.claim_notes(conversation, claim), self._timeout
             )
             stop = next((n for n in notes if n.kind == "abort"), None)
             if stop is not None:
                 kept = [n for n in notes if n is not stop]
                 await before_upstream(
-                    lambda: self.state.settle(conversation, call_id, kept), self._timeout
+                    lambda: self.state.settle(conversation, claim, kept), self._timeout
                 )
         except StateUnavailable as exc:
             self._state_unavailable(pending, exc)
@@ -275,9 +285,7 @@ class CtxmwProxyHook(CustomLogger):
             "conversation's inbox and abort switch cannot be read; retry shortly.",
         ) from None
 
-    async def _commit(
-        self, pending: Pending, data: dict[str, Any], response: object, call_id: str
-    ) -> None:
+    async def _commit(self, pending: Pending, data: dict[str, Any], response: object) -> None:
         """Everything after the answer; no stage may raise (see :mod:`ctxmw.proxy._guard`)."""
         conversation, record = pending.identity.conversation, None
 
@@ -291,7 +299,7 @@ class CtxmwProxyHook(CustomLogger):
                 raise
 
         async def settle() -> None:
-            await self.state.settle(conversation, call_id)
+            await self.state.settle(conversation, pending.claim)
 
         # The state's reads and writes are bounded inside; the measuring is local work.
         await after_answer("telemetry", measure, None, self._metrics)
