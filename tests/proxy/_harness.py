@@ -77,6 +77,7 @@ class Upstream:
         messages = body.get("messages") or []
         with self._lock:
             self.requests.append(body)
+            reply_id = f"chatcmpl-{len(self.requests)}"  # names this request: requests[n - 1]
             hold = self._hold.is_set()
             self._hold.clear()
             prompt, cached, digest = 0, 0, hashlib.sha256()
@@ -96,10 +97,7 @@ class Upstream:
             self.held.set()
             self._release.wait(timeout=120)
         answer = chat_completion(
-            prompt,
-            cached,
-            reply_id=f"chatcmpl-{len(self.requests)}",
-            model=body.get("model", "fake-model"),
+            prompt, cached, reply_id=reply_id, model=body.get("model", "fake-model")
         )
         if not self.cache_figures:  # most self-hosted servers report no cache reads at all
             del answer["usage"]["prompt_tokens_details"]
