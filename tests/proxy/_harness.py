@@ -125,10 +125,10 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def reply(handler: BaseHTTPRequestHandler, out: bytes, kind: str) -> None:
-    """Answer 200 with ``out`` (of content type ``kind``) to a loopback upstream's request."""
+def reply(handler: BaseHTTPRequestHandler, out: bytes, kind: str, status: int = 200) -> None:
+    """Answer a loopback upstream's request: ``status``, with ``out`` of content type ``kind``."""
     try:
-        handler.send_response(200)
+        handler.send_response(status)
         handler.send_header("content-type", kind)
         handler.send_header("content-length", str(len(out)))
         handler.end_headers()
