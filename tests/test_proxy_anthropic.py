@@ -159,3 +159,28 @@ async def test_litellms_own_call_for_an_openai_deployment_goes_as_litellm_made_i
     made = {"messages": translated} if inner == "acompletion" else {"input": [{"role": "user"}]}
     again = {"model": "openai/fake-model", **made, "litellm_logging_obj": request}
     assert await hook.async_pre_call_deployment_hook(again, inner) is None
+
+
+async def test_a_whole_answer_litellm_translated_is_measured_from_the_chat_response() -> None:
+    """LiteLLM's Anthropic shape of a translated answer leaves out cache reads of 0; the chat
+    response it came from, kept on the request's logging object, reports them."""
+
+    class Request:  # the proxy's logging object, as the chat bridge leaves it
+        bridged_model_response = {
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+            "usage": {
+                "prompt_tokens": 100,
+                "completion_tokens": 5,
+                "prompt_tokens_details": {"cached_tokens": 0},
+            },
+        }
+
+    served = {**anthropic_answer(0), "usage": {"input_tokens": 100, "output_tokens": 5}}
+    hook, request, body = make_hook(), Request(), anthropic_request(2)
+    data = {"model": "agent", **body, "litellm_logging_obj": request}
+    await hook.async_pre_call_hook(Key(), None, data, "anthropic_messages")
+    kwargs = {"model": "openai/fake-model", **body, "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "anthropic_messages")
+    await hook.async_post_call_success_hook(data, Key(), served)
+    record = data["metadata"]["spend_logs_metadata"]["ctxmw"]
+    assert (record["prompt_tokens"], record["cache_read_tokens"]) == (100, 0)
