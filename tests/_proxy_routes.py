@@ -78,6 +78,22 @@ async def send(
     return Sent(sent, record)
 
 
+async def first_call(
+    hook: CtxmwProxyHook, route: tuple[str, str], body: dict[str, Any], request: object = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """One request through the pre-call hook and its deployment call, as the proxy makes them
+    (``request``: its logging object, a new one by default): the request's data, the
+    deployment's kwargs and what the hook returned for them."""
+    call_type, model = route
+    request = object() if request is None else request
+    data = {"model": "agent", **body, "litellm_call_id": "c", "litellm_logging_obj": request}
+    await hook.async_pre_call_hook(Key(), None, data, call_type)
+    kwargs = {"model": model, **body, "litellm_call_id": "c", "litellm_logging_obj": request}
+    sent = await hook.async_pre_call_deployment_hook(kwargs, call_type)
+    assert sent is not None
+    return data, kwargs, sent
+
+
 async def _aiter(chunks: Sequence[Any]) -> Any:
     for chunk in chunks:
         yield chunk

@@ -15,6 +15,7 @@ from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
 from tests._proxy_routes import (
     RESPONSES,
     Key,
+    first_call,
     make_hook,
     responses_answer,
     responses_events,
@@ -123,16 +124,11 @@ async def test_litellms_own_chat_call_for_a_chat_only_deployment_goes_as_litellm
     """In front of ``anthropic/`` (or any deployment without a Responses API) LiteLLM calls the
     deployment hook again, for its chat call made from what the hook returned, with the same
     logging object and call id: that call is not this route's, and goes as LiteLLM made it."""
-    hook, request = make_hook(**FLEET_SETTINGS), object()
-    body = responses_request(16)  # long enough to be shortened
-    data = {"model": "agent", **body, "litellm_call_id": "c", "litellm_logging_obj": request}
-    await hook.async_pre_call_hook(Key(), None, data, "aresponses")
-    kwargs = {"model": "anthropic/claude-sonnet-4-5", **body, "litellm_logging_obj": request}
-    outer = await hook.async_pre_call_deployment_hook(kwargs, "aresponses")
-    assert outer is not None
+    hook, body = make_hook(**FLEET_SETTINGS), responses_request(16)
+    _, kwargs, outer = await first_call(hook, ("aresponses", "anthropic/claude-sonnet-4-5"), body)
     assert len(json.dumps(outer["input"])) < len(json.dumps(body["input"]))
     chat = {"model": "claude-sonnet-4-5", "messages": _as_chat({**body, **outer})}
-    inner = {**chat, "litellm_call_id": "c", "litellm_logging_obj": request}
+    inner = {**chat, "litellm_call_id": "c", "litellm_logging_obj": kwargs["litellm_logging_obj"]}
     assert await hook.async_pre_call_deployment_hook(inner, "acompletion") is None
     # A retry of the request's own call is served again, with the same prompt.
     assert await hook.async_pre_call_deployment_hook(dict(kwargs), "aresponses") == outer
