@@ -7,13 +7,14 @@ Redis are exercised in ``tests/proxy``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from ctxmw.proxy import CtxmwProxyHook, ProxyConfig, config_from_mapping
 from ctxmw.proxy.tenancy import scope_of
-from ctxmw.state import MemoryState, State
+from ctxmw.state import MemoryState, Note, State
 from ctxmw.testing import text, usage
 from ctxmw.types import Messages
 from tests._fleet_convo import FLEET_SETTINGS, Oracle, comparable, history
@@ -138,6 +139,38 @@ async def test_a_failed_request_gives_its_notes_back() -> None:
     assert retried[-1]["content"] == "retry me"
     later, _ = await send(a, history(2))
     assert later[-1]["role"] == "tool"
+
+
+class Requeues(MemoryState):
+    """A state that remembers what each settle gave back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given_back: list[list[str]] = []
+
+    async def settle(self, conversation: str, claim: str, requeue: Sequence[Note] = ()) -> None:
+        self.given_back.append([note.text for note in requeue])
+        await super().settle(conversation, claim, requeue)
+
+
+@pytest.mark.parametrize("handed", ["its data", "a copy"])
+async def test_a_failed_request_gives_its_notes_back_at_once(handed: str) -> None:
+    """The proxy hands the failure hook the request's data without its logging object: the
+    pre-call hook's dict, or on /v1/responses a shallow copy of it. Either way the notes go back
+    at once, not only when the conversation's next request takes them over."""
+    state = Requeues()
+    hook = make_hook(state)
+    await state.push_note(scoped(), "note", "retry me")
+    request, server_request = object(), {"url": "http://proxy/v1/responses"}
+    data: dict[str, Any] = {"model": "agent", "messages": history(1), "litellm_session_id": "conv"}
+    data |= {"litellm_logging_obj": request, "proxy_server_request": server_request}
+    await hook.async_pre_call_hook(Key(), None, data, "acompletion")
+    kwargs = {"model": MODEL, "messages": history(1), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
+    del data["litellm_logging_obj"]
+    failed = dict(data) if handed == "a copy" else data
+    await hook.async_post_call_failure_hook(failed, RuntimeError("upstream down"), Key())
+    assert state.given_back == [["retry me"]]
 
 
 async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None:

@@ -4,10 +4,11 @@ Kept in this process only (the proxy runs every hook of a request in the process
 it), and found by the objects the proxy made for that request, never by an id the client can
 send: ``litellm_call_id`` comes from the client's ``x-litellm-call-id`` header when it sends
 one, so two requests may share it. The proxy hands every hook of one request the same logging
-object (``litellm_logging_obj``, made before the pre-call hook); the failure hook gets the
-pre-call hook's own ``data`` dict instead (the proxy drops the logging object from it first).
-A request is registered under both, and held by them: while it is pending, neither object can
-be freed, so no other request's object can take its ``id()``.
+object (``litellm_logging_obj``, made before the pre-call hook), except the failure hook: the
+proxy drops the logging object from its data, which is the pre-call hook's own ``data`` dict
+(on ``/v1/responses``, a shallow copy of it, holding the same ``proxy_server_request``). A
+request is registered under each of these objects, and holds them: while it is pending, none
+can be freed, so no other request's object can take its ``id()``.
 
 Bounded: a request whose end hook never ran (a crash inside litellm) is forgotten after
 ``max_requests`` newer ones; its claimed notes are then taken over by the conversation's next
@@ -70,6 +71,11 @@ class Pending:
     claim: str = field(default_factory=lambda: uuid.uuid4().hex)
     passthrough: bool = False
 
+    def serves(self, route: str | None) -> bool:
+        """Whether a deployment call of ``route`` gets the strategies: the request's own route
+        (another is LiteLLM's translation of what it sent), unless it passes through."""
+        return route == self.route and not self.passthrough
+
 
 class PendingRequests:
     """A bounded map from a request's own objects to its :class:`Pending` (see the module doc)."""
@@ -81,8 +87,9 @@ class PendingRequests:
         self._index: dict[int, int] = {}  # id() of every handle -> its request's key
         self._max = max_requests
 
-    def put(self, pending: Pending, *handles: object) -> None:
-        """Remember a request under each of ``handles`` (the first one names it)."""
+    def put(self, pending: Pending, *given: object) -> None:
+        """Remember a request under each of the objects ``given`` (None ones left out)."""
+        handles = tuple(handle for handle in given if handle is not None)
         for handle in handles:
             self.pop(handle)
         key = id(handles[0])
@@ -97,13 +104,13 @@ class PendingRequests:
         key = self._key(handle)
         return self._items[key][1] if key is not None else None
 
-    def pop(self, handle: object) -> Pending | None:
-        """Forget the request ``handle`` belongs to, and return it."""
-        key = self._key(handle)
+    def pop(self, *handles: object) -> Pending | None:
+        """Forget the request the first of ``handles`` that names one belongs to; return it."""
+        key = next((k for k in map(self._key, handles) if k is not None), None)
         if key is None:
             return None
-        handles, pending = self._items.pop(key)
-        self._unindex(handles)
+        held, pending = self._items.pop(key)
+        self._unindex(held)
         return pending
 
     def _key(self, handle: object) -> int | None:

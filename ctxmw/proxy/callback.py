@@ -9,7 +9,7 @@ A request's path through the hooks (all in the process that accepted it):
    note answers the request with HTTP 400; a shared state that does not answer in time, HTTP
    503 or the caller's messages unchanged (:mod:`ctxmw.proxy._guard`). ctxmw's options are
    removed from every request wherever they came (``metadata``, ``extra_body.metadata``, ...).
-   The plan is kept under this request's own objects, never a client's id (:mod:`._pending`).
+   The plan is kept, before any await, under the request's own objects (:mod:`._pending`).
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
    strategies run on the caller's messages, ``inbox`` appending the claimed notes, with the
    conversation's memo as this replica last left it (:mod:`ctxmw.runtime.conversations`, as the
@@ -119,7 +119,7 @@ class CtxmwProxyHook(CustomLogger):
         except RecursionError as exc:
             raise _http_error(400, nested_too_deep(_conversation_of(data))) from exc
         pending.translation, pending.route = translation, route_of(name) or "chat"
-        self._pending.put(pending, request, data)  # before the first await
+        self._pending.put(pending, request, data, data.get("proxy_server_request"))
         if any(strategy == "inbox" for strategy, _ in pending.strategies):
             await self._claim_or_policy(pending)
         return None
@@ -130,9 +130,7 @@ class CtxmwProxyHook(CustomLogger):
         """Run the strategies on the caller's messages; the returned kwargs are sent. A call
         of another route is LiteLLM's translation of what this returned (see ``_routes``)."""
         pending = self._pending.get(kwargs.get("litellm_logging_obj"))
-        if pending is None or pending.passthrough:
-            return None
-        if route_of(_call_name(call_type)) != pending.route:
+        if pending is None or not pending.serves(route_of(_call_name(call_type))):
             return None
         try:
             prompt = await self._prompt(pending, kwargs)
@@ -176,12 +174,11 @@ class CtxmwProxyHook(CustomLogger):
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the stream through; once read to its end, commit like a whole answer."""
-        request = request_data.get("litellm_logging_obj")
         chunks = []
         async for chunk in response:
             chunks.append(chunk)
             yield chunk
-        pending = self._pending.pop(request)
+        pending = self._pending.pop(request_data.get("litellm_logging_obj"))
         if pending is not None and pending.wire:
             await self._commit(pending, request_data, chunks)
 
@@ -193,9 +190,8 @@ class CtxmwProxyHook(CustomLogger):
         traceback_str: str | None = None,
     ) -> Any:
         """The request failed: its claimed notes go back to the conversation's inbox."""
-        # The proxy drops the logging object from this hook's data: the pre-call hook's dict.
-        pending = self._pending.pop(request_data.get("litellm_logging_obj"))
-        pending = pending or self._pending.pop(request_data)
+        # No logging object here: the pre-call hook's data, or (/v1/responses) a shallow copy.
+        pending = self._pending.pop(request_data, request_data.get("proxy_server_request"))
         if pending is not None and pending.notes:
             conversation, claim, notes = pending.identity.conversation, pending.claim, pending.notes
 
