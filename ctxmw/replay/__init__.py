@@ -156,7 +156,7 @@ async def replay(
     run.references = [ReferenceIndex(messages) for messages in named.values()]
     run.progress = _Progress(progress, len(lists) * len(named) + (len(named) if optimal else 0))
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    optima = [run.optimum(messages) for messages in named.values()] if optimal else []
+    optima = [run.optimum(t, m) for t, m in enumerate(named.values())] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
@@ -183,7 +183,7 @@ class _Run:
                 self.progress.step(f"{name}: {path} ({len(call_points(messages))} calls)")
         return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
 
-    def optimum(self, messages: Messages) -> Optimum:
+    def optimum(self, t: int, messages: Messages) -> Optimum:
         """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
         best = optimal_schedule(
             messages,
@@ -195,6 +195,7 @@ class _Run:
             window=self.window,
             minimum=breakpoint_minimum(self.model),
             tools=self._tools_of(["shorten_tools_economic"]),
+            references=self.references[t],
         )
         if self.progress is not None:
             self.progress.step(f"optimum: {len(call_points(messages))} calls")
