@@ -121,7 +121,8 @@ def test_a_gap_longer_than_a_page_takes_a_call_per_page() -> None:
     rounds = rounds_for("alpha_0_55_beta", 500)  # about 20 lines a page
     starts = [json.loads(r[0]["tool_calls"][0]["function"]["arguments"])["start"] for r in rounds]
     assert len(rounds) == 3
-    assert starts[0] == 8 and starts == sorted(starts)
+    assert starts[0] == 8
+    assert starts == sorted(starts)
     assert "    55→alpha_0_55_beta = 55" in rounds[-1][1]["content"].split("\n")
 
 
