@@ -150,7 +150,7 @@ class Settings(BaseSettings):
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
     economic_compacted_result_chars: int = Field(
-        600,
+        300,
         ge=0,
         description="shorten_tools_economic: characters of whole lines a compacted result keeps "
         "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
