@@ -78,6 +78,9 @@ class CallRecord:
             the payload carried none.
         prompt_cache_key: the ``prompt_cache_key`` the call sent (None when none was sent).
         alerts: the alert rules this call made fire (see :mod:`ctxmw.telemetry.alerts`).
+        readback: ctxmw made this call itself, to go on past a reply that only read back
+            (``ctxmw_expand``): one more call at the same call point, its prompt the previous
+            call's plus that reply and the answers.
     """
 
     ts: str
@@ -110,6 +113,7 @@ class CallRecord:
     cache_marks: tuple[CacheMark, ...] | None = None
     prompt_cache_key: str | None = None
     alerts: tuple[Alert, ...] = ()
+    readback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
