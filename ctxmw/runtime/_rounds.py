@@ -7,8 +7,10 @@ strategies produce is never stored.
 
 ctxmw runs a response's tool calls only when the session has Python tools and none of the calls
 names a tool given as a plain dict (a call to an unknown name then gets an error text). Without
-Python tools a turn is exactly one model call. In every other case the response is returned to
-the caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
+Python tools a turn is exactly one round. In every other case the response is returned to the
+caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
+Read-backs (``ctxmw_expand``) are answered inside the round, before any of this
+(:mod:`ctxmw.runtime._readback`): a reply that only reads back costs one more model call.
 
 Every model call, the agent's and a strategy's own (a summary), goes through this module and is
 recorded by the session's :class:`~ctxmw.telemetry.recorder.CallRecorder`.
@@ -99,8 +101,10 @@ class ToolLoop:
         turn.add_notes(self._take_pending())
         # The strategies' input, for the side calls and the telemetry record: an inbox note
         # they deliver is their output, so a stateless caller's next call, which never carries
-        # it, is a bust of the inbox, not of the transcript.
-        snapshot = list(turn.working)
+        # it, is a bust of the inbox, not of the transcript. Read-backs kept beside the
+        # caller's calls go back where they belong (a new list, when there are any).
+        source = splice_in(turn.working, self._record_splices)
+        snapshot = list(source)
         ctx = StrategyContext(
             self.settings,
             save_file=self.save_file,
@@ -116,10 +120,6 @@ class ToolLoop:
         )
         turn.listing = None
         history_of(self._memo, self._chain).grows(turn.working)  # its kept head holds
-        # Read-backs kept beside the caller's calls go back where they belong (a new list).
-        source = splice_in(turn.working, self._record_splices)
-        if source is not turn.working:
-            snapshot = list(source)
         trace: list[tuple[str, Messages]] = []
         try:
             try:
