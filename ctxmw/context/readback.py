@@ -26,6 +26,7 @@ move the start of every cached prompt).
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
@@ -39,6 +40,7 @@ __all__ = [
     "answer",
     "echo",
     "find_original",
+    "handles_in",
     "is_readback",
     "read_back",
     "split_readbacks",
@@ -83,10 +85,18 @@ READBACK_TOOL: dict[str, Any] = {
 }
 """The read-back tool's schema: the same dict in every prompt of every conversation."""
 
+_HANDLE_IN_TEXT = re.compile(r"(?:\[ctxmw offload |ctxmw_expand handle )([0-9a-f]{16})")
+
 CONTEXT_LINES = 3
 """Lines shown before and after each line a ``pattern`` finds."""
 ECHO_CHARS = 100
 """The most of a bad argument an answer repeats (see :func:`echo`)."""
+
+
+def handles_in(text: str) -> list[str]:
+    """The read-back handles ``text`` shows: in compacted results' headers and in offload
+    previews, in order (repeats kept)."""
+    return _HANDLE_IN_TEXT.findall(text)
 
 
 def is_readback(call: Mapping[str, Any]) -> bool:
