@@ -13,7 +13,6 @@ next prompts), and a model that keeps reading back past the bound.
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import itertools
 import tempfile
@@ -25,15 +24,14 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-import ctxmw
 from ctxmw.context._record import handle_for
 from ctxmw.context.readback import READBACK_TOOL_NAME
-from ctxmw.messages.form import call_names, message_dict
+from ctxmw.messages.form import call_names
 from ctxmw.messages.validate import scan
 from ctxmw.runtime import _readback, wrapper
 from ctxmw.runtime.conversations import Conversations
-from ctxmw.testing import FakeCompletion, readback, text, tool_call, tool_calls
-from tests.test_conversation_property import MODEL, SMALL, TOOL
+from ctxmw.testing import readback, text, tool_call, tool_calls
+from tests.test_conversation_property import Caller
 
 MOVES = ["tool", "tool", "user", "readback", "readback", "mixed", "mixed", "edit", "restart"]
 OPS = st.lists(
@@ -44,38 +42,16 @@ OPS = st.lists(
 CHAINS = ["default", "shorten_tools_economic"]
 
 
-class ReadingCaller:
-    """A framework that owns its history, calls ctxmw statelessly, and checks each answer."""
-
-    def __init__(self, save_file: Path, chain: str, cold: bool) -> None:
-        self.save_file, self.chain, self.cold = save_file, chain, cold
-        self.fake = FakeCompletion()
-        self.history: list[dict[str, Any]] = [
-            {"role": "system", "content": "You read files."},
-            {"role": "user", "content": "start"},
-        ]
-        self.now = 1_000.0
+class ReadingCaller(Caller):
+    """The caller of the conversation property, whose model sometimes reads back, and which
+    checks every answer it gets."""
 
     async def call(self, *replies: Any) -> None:
-        if self.cold:
-            wrapper._conversations = Conversations()
-        self.fake.queue(*replies)
-        before = copy.deepcopy(self.history)
-        with contextlib.suppress(ConnectionError):
-            response = await ctxmw.acompletion(
-                MODEL,
-                self.history,
-                tools=[TOOL],
-                save_file=self.save_file,
-                completion=self.fake,
-                prompt_strategies=None if self.chain == "default" else self.chain,
-                clock=lambda: self.now,
-                strategy_options=SMALL,
-            )
-            message = message_dict(response.choices[0].message)
+        before, received = copy.deepcopy(self.history), len(self.history)
+        await super().call(*replies)
+        assert self.history[:received] == before  # ctxmw never touched the caller's list
+        for message in self.history[received:]:
             assert READBACK_TOOL_NAME not in call_names(message)  # never the caller's to see
-            self.history.append(message)
-        assert self.history[: len(before)] == before  # ctxmw never touched the caller's list
         assert self.fake.remaining == 0  # one model call per queued reply, no more
 
     def handle(self, step: int) -> str:
@@ -87,33 +63,22 @@ class ReadingCaller:
         return handle_for(str(chosen["tool_call_id"]), str(chosen["content"]))
 
     async def act(self, op: str, step: int) -> None:
+        if op not in ("readback", "mixed", "storm"):
+            await super().act(op, step)
+            return
         self.now += 30.0
-        if op == "edit":
-            results = [i for i, m in enumerate(self.history) if m["role"] == "tool"]
-            if results:
-                i = results[step % len(results)]
-                self.history[i] = {**self.history[i], "content": f"edited {step}"}
-        elif op == "restart":
-            users = [i for i, m in enumerate(self.history) if m["role"] == "user"]
-            self.history = self.history[: users[step % len(users)] + 1]
         if self.history[-1]["role"] == "assistant" and not self.history[-1].get("tool_calls"):
             self.history.append({"role": "user", "content": f"go on {step}"})
         reads = tool_calls(readback(self.handle(step), 1 + step % 3, 3 + step % 3))
-        if op == "fail":
-            await self.call(ConnectionError("provider down"))
-        elif op in ("tool", "mixed"):
-            own = tool_call("read", {"n": step})
-            mixed = (own, readback(self.handle(step), 2, 4)) if op == "mixed" else (own,)
-            await self.call(tool_calls(*mixed))
-            for c in self.history[-1].get("tool_calls") or []:
-                body = "\n".join(f"line {step}.{k}: " + "x" * 60 for k in range(60))
-                self.history.append({"role": "tool", "tool_call_id": c["id"], "content": body})
-        elif op == "readback":
+        if op == "readback":
             await self.call(reads, text(f"read {step}"))
         elif op == "storm":
             await self.call(*[reads] * (_readback.READBACK_ROUNDS + 2))
         else:
-            await self.call(text(f"answer {step}"))
+            own = tool_call("read", {"n": step})
+            await self.call(tool_calls(own, readback(self.handle(step), 2, 4)))
+            for c in self.history[-1].get("tool_calls") or []:
+                self.history.append({"role": "tool", "tool_call_id": c["id"], "content": "ok"})
 
 
 async def _run(ops: list[str], chain: str, cold: bool, tmp: Path) -> list[Any]:
