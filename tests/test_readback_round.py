@@ -58,15 +58,25 @@ def check_recorded(save_file: Path, messages: list[dict[str, Any]], reply: dict[
 
 
 async def test_acompletion_answers_a_read_back_and_returns_the_final_reply(
-    tmp_path: Path,
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     save_file = tmp_path / "agent.jsonl"
     messages = history(8)
     before = copy.deepcopy(messages)
     fake = FakeCompletion(reads_shown(2, 4), text("done"))
-    response = await ctxmw.acompletion(
-        MODEL, messages, tools=[TOOL], save_file=save_file, completion=fake, strategy_options=SMALL
-    )
+    with caplog.at_level(logging.INFO, logger="ctxmw"):
+        response = await ctxmw.acompletion(
+            MODEL,
+            messages,
+            tools=[TOOL],
+            save_file=save_file,
+            completion=fake,
+            strategy_options=SMALL,
+        )
+    calls = [
+        r.getMessage().split(" session=")[0] for r in caplog.records if "session=" in r.getMessage()
+    ]
+    assert calls == ["ctxmw call 1", "ctxmw call 2 readback"]
     assert response.choices[0].message.content == "done"
     assert response.choices[0].message.tool_calls is None
     assert response.choices[0].finish_reason == "stop"

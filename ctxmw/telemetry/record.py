@@ -162,8 +162,9 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
 
 
 def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
-    """One INFO line: the call, reported against expected cache reads, the session's hit rate so
-    far and the bust if any; then one WARNING line per alert the call fired.
+    """One INFO line: the call (``readback`` after its number when ctxmw made it past a reply
+    that only read back), reported against expected cache reads, the session's hit rate so far
+    and the bust if any; then one WARNING line per alert the call fired.
 
     ``~`` after the prompt marks token figures the provider did not report (a local count:
     no usage, or a ``mock_response``'s made-up one); ``read=null``: no cache reads reported.
@@ -180,7 +181,8 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d prefix_local=%d "
         "hit=%s so far rule=%s%s",
         record.call,
-        f" round {record.round}" if record.round else "",
+        (f" round {record.round}" if record.round else "")
+        + (" readback" if record.readback else ""),
         record.session,
         record.model,
         record.prompt_tokens,
