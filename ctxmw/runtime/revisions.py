@@ -117,7 +117,6 @@ class Revisions:
         edits: how many edit records were applied.
         splices: the read-backs kept beside the caller's calls, by their reply's call ids
             (only those whose reply is in ``current``, once :meth:`settle` ran).
-        readbacks: how many read-back rounds ctxmw answered inside a call.
     """
 
     keep_earlier: bool = False
@@ -126,7 +125,6 @@ class Revisions:
     earlier: list[Messages] = field(default_factory=list)
     edits: int = 0
     splices: dict[Key, Splice] = field(default_factory=dict)
-    readbacks: int = 0
 
     def append(self, message: Message, *, ours: bool = False) -> None:
         """A message line: the current revision grows."""
@@ -141,13 +139,11 @@ class Revisions:
         self.edits += 1
 
     def read_back(self, record: dict[str, Any], block: Messages) -> None:
-        """A readback record with its lines: a splice is kept, answered rounds counted."""
-        if record.get("splice") is True:
-            splice = Splice.from_lines(block)
-            if splice is not None:
-                self.splices[splice.key] = splice
-        else:
-            self.readbacks += sum(1 for m in block if m.get("role") == "assistant")
+        """A readback record with its lines: a splice is kept (answered rounds belong to no
+        revision)."""
+        splice = Splice.from_lines(block) if record.get("splice") is True else None
+        if splice is not None:
+            self.splices[splice.key] = splice
 
     def settle(self) -> None:
         """Keep only the splices whose reply is in the current revision."""
