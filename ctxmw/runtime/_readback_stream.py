@@ -139,7 +139,7 @@ class ReadbackStream:
         if not self._intercept:
             self._done = True
             return
-        built = stream_chunk_builder(self._raw, messages=self._sent)
+        built = stream_chunk_builder(self._raw)  # its calls only: no prompt to count
         message: Message = response_message(built) if built is not None else {}
         own, reads = split_readbacks(tool_calls_of(message))
         if reads and not own and self._n <= READBACK_ROUNDS + 1:
