@@ -164,9 +164,9 @@ class Settings(BaseSettings):
     )
     readback: bool = Field(
         True,
-        description="shorten_tools_economic: a compacted result's header names a handle, and "
-        "ctxmw answers the model's ctxmw_expand calls with any of its lines, read back from the "
-        "conversation itself (false: compacted results cannot be read back).",
+        description="shorten_tools_economic: a compacted result's header names a handle; every "
+        "call declares ctxmw_expand and ctxmw answers it itself with any of its lines, read back "
+        "from the conversation (false: compacted results cannot be read back).",
     )
     economic_break_even: float = Field(
         2.0,
