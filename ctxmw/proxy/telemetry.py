@@ -10,9 +10,10 @@ state once. Every call is measured by a recorder built from that state, never on
 request's messages: records do not depend on which replica served a call, and no replica keeps
 a prompt between requests.
 
-Only the shared state's reads and writes are bounded by the proxy's ``state_timeout``; the
-measuring itself is local work, which a loaded replica may take longer over (a first call
-loads a tokenizer) without losing its record.
+Only the shared state's reads and writes spend the request's budget (the proxy's
+``state_timeout``, shared by all of a request's waits on the state); the measuring itself is
+local work, which a loaded replica may take longer over (a first call loads a tokenizer)
+without losing its record.
 """
 
 from __future__ import annotations
@@ -23,8 +24,6 @@ import time
 import uuid
 from collections import OrderedDict
 from typing import Any
-
-import anyio
 
 from ctxmw.proxy._guard import StateUnavailable
 from ctxmw.proxy._pending import Pending
@@ -72,17 +71,19 @@ class FleetRecorders:
         """Bytes of the saved states kept in memory."""
         return self._bytes
 
-    async def record(self, pending: Pending, response: object, state_timeout: float) -> CallRecord:
+    async def record(self, pending: Pending, response: object) -> CallRecord:
         """Measure one finished request against the conversation's previous one, and save.
 
         Raises:
-            StateUnavailable: the state could not be read within ``state_timeout`` (no record).
-            Unsaved: the record, measured, but not saved within ``state_timeout``.
+            StateUnavailable: the state could not be read within the request's budget (no
+                record).
+            Unsaved: the record, measured, but not saved within the request's budget.
         """
         conversation = pending.identity.conversation
         try:
-            with anyio.fail_after(state_timeout):
-                recorder, round_ = await self._recorder(conversation, pending.settings)
+            recorder, round_ = await pending.budget.run(
+                lambda: self._recorder(conversation, pending.settings)
+            )
         except Exception as exc:
             raise StateUnavailable(type(exc).__name__) from exc
         wire = pending.wire
@@ -97,8 +98,7 @@ class FleetRecorders:
             round=round_,
         )
         try:
-            with anyio.fail_after(state_timeout):
-                await self._save(conversation, recorder, round_ + 1)
+            await pending.budget.run(lambda: self._save(conversation, recorder, round_ + 1))
         except Exception as exc:
             raise Unsaved(record, exc) from exc
         return record
