@@ -56,7 +56,7 @@ from ctxmw.runtime.options import pop_ctxmw_entries
 from ctxmw.settings import Settings
 from ctxmw.state import State, open_state
 from ctxmw.strategies._chain import apply_strategies, resolve_strategies
-from ctxmw.telemetry.record import CallRecord
+from ctxmw.telemetry.record import CallRecord, printable
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["CtxmwProxyHook"]
@@ -297,7 +297,7 @@ class CtxmwProxyHook(CustomLogger):
             failed("metrics", exc, self._metrics)
         logger.info(
             "ctxmw proxy conversation=%s round=%d replica=%s cache_read=%s expected=%d",
-            pending.identity.conversation,
+            printable(pending.identity.conversation),
             record.round,
             self.config.replica,
             record.cache_read_tokens,
