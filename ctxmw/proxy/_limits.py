@@ -28,7 +28,7 @@ from typing import Any
 
 from ctxmw.errors import SettingsError
 
-__all__ = ["ProxyLimits", "limits_from_mapping"]
+__all__ = ["ProxyLimits", "limits_from"]
 
 _MIB = 1024 * 1024
 
@@ -63,29 +63,24 @@ class ProxyLimits:
     pending_bytes: int = 256 * _MIB
 
 
-def limits_from_mapping(value: object) -> ProxyLimits:
-    """The ``limits`` mapping of the ctxmw section (defaults for what it leaves out).
+def limits_from(options: object) -> ProxyLimits:
+    """The limits of the ``limits`` mapping of the ctxmw section (defaults for the others).
 
     Raises:
-        SettingsError: an unknown key, or a value that is not a whole number above 0.
+        SettingsError: not a mapping, an unknown limit, or a value that is not a whole number
+            above 0.
     """
-    if value is None:
-        return ProxyLimits()
-    names = [f.name for f in fields(ProxyLimits)]
-    if not isinstance(value, Mapping):
+    if not isinstance(options, Mapping):
         raise SettingsError(
-            f"ctxmw.limits must be a mapping of limit names to numbers, got {value!r:.80}; for "
-            "example {'conversation_notes': 100}."
+            f"ctxmw.limits must be a mapping of limit names to numbers, got {options!r:.80}; "
+            "for example {'conversation_notes': 100}."
         )
-    unknown = sorted(str(k) for k in value if k not in names)
-    if unknown:
-        raise SettingsError(
-            f"ctxmw.limits has unknown key(s) {unknown!r}; the limits are {names!r}."
-        )
-    return ProxyLimits(**{str(k): _count(str(k), v) for k, v in value.items()})
+    return ProxyLimits(**{str(name): _count(str(name), v) for name, v in options.items()})
 
 
 def _count(name: str, value: Any) -> int:
+    if name not in _NAMES:
+        raise SettingsError(f"ctxmw.limits.{name} is not a limit; the limits are {_NAMES!r}.")
     if isinstance(value, str) and value.strip().isdigit():
         value = int(value)  # from os.environ/NAME
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
@@ -94,3 +89,6 @@ def _count(name: str, value: Any) -> int:
             f"example {getattr(ProxyLimits(), name)!r} (the default)."
         )
     return value
+
+
+_NAMES = tuple(f.name for f in fields(ProxyLimits))

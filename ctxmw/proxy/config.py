@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import SettingsError
-from ctxmw.proxy._limits import ProxyLimits, limits_from_mapping
+from ctxmw.proxy._limits import ProxyLimits, limits_from
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import resolve_strategies
 
@@ -144,7 +144,7 @@ def config_from_mapping(raw: Mapping[str, Any], source: str = "config") -> Proxy
         request_options=_allowed(section.get("request_options")),
         on_state_error=_choice(section.get("on_state_error", "closed")),
         state_timeout=_seconds(section.get("state_timeout", 2.0)),
-        limits=limits_from_mapping(section.get("limits")),
+        limits=limits_from(section.get("limits") or {}),
         **({"replica": str(section["replica"])} if section.get("replica") else {}),
     )
     _check(config)
