@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 
@@ -142,3 +143,25 @@ async def test_a_restored_recorder_fires_the_windowed_alerts_of_the_original() -
         fired += [a["rule"] for a in original.alerts]
         carried = fresh
     assert "low_hit_rate" in fired  # the upstream reads nothing from its cache
+
+
+async def test_a_restored_recorder_counts_only_the_messages_that_changed() -> None:
+    from ctxmw.context.tokens import ApproxCounter
+
+    class Counting(ApproxCounter):
+        counted = 0
+
+        def message_tokens(self, model: str, message: Any) -> int:
+            Counting.counted += 1
+            return super().message_tokens(model, message)
+
+    first = history(3)
+    one = CallRecorder("conv", settings=Settings(), token_counter=Counting())
+    await call(one, first)
+    fresh = CallRecorder("conv", settings=Settings(), token_counter=Counting())
+    fresh.restore_state(json.loads(json.dumps(one.export_state())))
+    edited = [first[0], {"role": "user", "content": "An edited request."}, *first[2:]]
+    Counting.counted = 0
+    done = await call(fresh, edited)  # a bust at message 1: the six after it are unchanged
+    assert done.bust is not None
+    assert Counting.counted == 1

@@ -268,7 +268,11 @@ class PrefixTracker:
         if data is None:
             self._previous, self._reply = None, None
             return
-        self._previous = snapshot_from_json(data)
+        prev = self._previous = snapshot_from_json(data)
+        # Each message's count is the step of the running sums: a message the next payload
+        # keeps after a break (a bust) is not counted again, as in the process that exported it.
+        counts = prev.cumulative
+        self._tokens = {d: counts[i + 1] - counts[i] for i, d in enumerate(prev.digests)}
         reply = data.get("reply")
         self._reply = bytes.fromhex(reply) if isinstance(reply, str) else None
 
