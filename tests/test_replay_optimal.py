@@ -23,7 +23,7 @@ from ctxmw.replay.caching import (
 )
 from ctxmw.replay.loss import ReferenceIndex
 from ctxmw.replay.optimal import optimal_schedule
-from ctxmw.replay.readbacks import readback_round
+from ctxmw.replay.readbacks import readback_rounds
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies._epochs import apply_plan
 from ctxmw.strategies.shorten_tools_economic import boundary_plan
@@ -64,9 +64,18 @@ def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> di
         split = end_breakpoint_split(r, body_tokens(r), minimum)
         cost["end_breakpoint"] += prices.cost(r.prompt_tokens, split)
         lost = references.measure(point, prompt).lost
-        extra = readback_round(messages, point, lost, s.readback_max_chars)
-        if extra:
-            r = tracker.observe(MODEL, [*prompt, *extra], remember=False)
+        shown = {
+            i: m
+            for m in prompt
+            for i in range(len(sent))
+            if m.get("role") == "tool" and sent[i].get("tool_call_id") == m.get("tool_call_id")
+        }
+        rounds = readback_rounds(messages, point, lost, shown, s.readback_max_chars)
+        fork, extended = PrefixTracker(counter), list(prompt)
+        fork.observe(MODEL, extended)
+        for extra in rounds:
+            extended += extra
+            r = fork.observe(MODEL, extended)
             out = counter.message_tokens(MODEL, extra[0]) * prices.output
             cost["auto"] += prices.cost(r.prompt_tokens, auto_split(r)) + out
             split = end_breakpoint_split(r, body_tokens(r), minimum)

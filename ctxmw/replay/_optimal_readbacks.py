@@ -15,7 +15,7 @@ from typing import Any, Protocol
 from ctxmw.context.survival import message_text
 from ctxmw.messages.outline import HANDLE_MARK
 from ctxmw.replay.loss import Lost, ReferenceIndex
-from ctxmw.replay.readbacks import readback_round
+from ctxmw.replay.readbacks import readback_rounds
 from ctxmw.telemetry.counters import TokenCounter
 
 __all__ = ["Readbacks"]
@@ -61,11 +61,11 @@ class Readbacks:
         self._references, self._counter, self._model = references, counter, model
         self._max_chars = max_chars
         self._texts: dict[int, str] = {}
-        self._sizes: dict[tuple[int, tuple[tuple[int, str], ...]], tuple[int, int]] = {}
+        self._sizes: dict[tuple[Any, ...], list[tuple[int, int]]] = {}
 
-    def extra(self, t: int, j: int) -> tuple[int, int] | None:
-        """(tokens the read-back adds to the prompt, tokens the model writes for it) at call
-        point ``t`` under render ``j``; None when the next action needs no read-back."""
+    def extra(self, t: int, j: int) -> list[tuple[int, int]] | None:
+        """Per read-back call at call point ``t`` under render ``j``: (tokens it adds to the
+        prompt, tokens the model writes for it); None when the next action needs none."""
         render = self._renders[j]
         if render.base is None:
             return None  # nothing compacted: nothing behind a handle
@@ -77,10 +77,11 @@ class Readbacks:
                 wanted.append((holder, text))
         if not wanted:
             return None
-        key = (point, tuple(sorted(wanted)))
+        forms = {holder: render.forms[holder] for holder, _ in wanted}
+        key = (point, tuple(sorted(wanted)), tuple(id(forms[h]) for h in sorted(forms)))
         found = self._sizes.get(key)
         if found is None:
-            found = self._sizes[key] = self._size(point, wanted)
+            found = self._sizes[key] = self._size(point, wanted, forms)
         return found
 
     def _pointed(self, text: str, where: Sequence[int], render: _Render) -> int | None:
@@ -106,9 +107,10 @@ class Readbacks:
             text = self._texts[id(form)] = message_text(form)
         return text
 
-    def _size(self, point: int, wanted: list[tuple[int, str]]) -> tuple[int, int]:
+    def _size(
+        self, point: int, wanted: list[tuple[int, str]], forms: dict[int, Any]
+    ) -> list[tuple[int, int]]:
         lost = [Lost(text, holder, True, "compacted", holder) for holder, text in wanted]
-        extra = readback_round(self._messages, point, lost, self._max_chars)
+        rounds = readback_rounds(self._messages, point, lost, forms, self._max_chars)
         count = self._counter.message_tokens
-        added = sum(count(self._model, m) for m in extra)
-        return added, count(self._model, extra[0])
+        return [(sum(count(self._model, m) for m in r), count(self._model, r[0])) for r in rounds]

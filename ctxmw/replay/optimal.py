@@ -323,16 +323,18 @@ class _Solver:
         return result
 
     def _readback(self, key: str, prices: Prices, minimum: int, t: int, j: int, body: int) -> float:
-        """The read-back call at call point ``t`` in state ``j`` (0.0 when none is needed): the
-        prompt read back from the cache, the read-back written, the model's call as output."""
-        extra = self.readbacks.extra(t, j) if self.readbacks is not None else None
-        if extra is None:
-            return 0.0
-        added, output = extra
-        prompt = body + added + self.overhead
-        return _price(key, prices, minimum, prompt, body + added, body, True) + output * (
-            prices.output
-        )
+        """The read-back calls at call point ``t`` in state ``j`` (0.0 when none is needed):
+        each reads the prompt before it from the cache, writes its round and the model's call
+        is output."""
+        rounds = self.readbacks.extra(t, j) if self.readbacks is not None else None
+        cost = 0.0
+        for added, output in rounds or ():
+            cost += _price(
+                key, prices, minimum, body + added + self.overhead, body + added, body, True
+            )
+            cost += output * prices.output
+            body += added
+        return cost
 
     def _body(self, r: _Render, t: int) -> int:
         return self.tools + r.tokens(r.length(self.points[t]))

@@ -44,6 +44,7 @@ from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.history import History
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
+from ctxmw.runtime._splices import live_splices
 from ctxmw.telemetry.recorder import CallRecorder
 
 __all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Conversation", "Conversations"]
@@ -86,9 +87,15 @@ class Conversation:
 
     def end(self, *, exact: bool) -> None:
         """A call ended: its record stays only when ``exact`` (the call succeeded) and the
-        record is the file exactly; otherwise the next call reads the file again."""
+        record is the file exactly; otherwise the next call reads the file again. Without a
+        file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
         if not (exact and self.record.exact):
-            self.record = Record(self.record.path)
+            record, self.record = self.record, Record(self.record.path)
+            if record.file is None:  # no file to read them back from: they stay in memory
+                splices = record.splices
+                # A call that succeeded committed the caller's whole history: the others are
+                # of replies it no longer holds.
+                self.record.splices = live_splices(splices, record.messages) if exact else splices
 
     @property
     def held_bytes(self) -> int:
@@ -99,6 +106,8 @@ class Conversation:
             held += self.recorder.held_tokens * CHARS_PER_TOKEN
         if self.record.file is not None:
             held += self.record.file.size
+        else:  # in the file when there is one
+            held += sum(splice.size for splice in self.record.splices.values())
         return held
 
 

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        5,
+        3,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
@@ -150,7 +150,7 @@ class Settings(BaseSettings):
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
     economic_compacted_result_chars: int = Field(
-        600,
+        300,
         ge=0,
         description="shorten_tools_economic: characters of whole lines a compacted result keeps "
         "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
@@ -164,12 +164,12 @@ class Settings(BaseSettings):
     )
     readback: bool = Field(
         True,
-        description="shorten_tools_economic: a compacted result's header names a handle, and "
-        "ctxmw answers the model's ctxmw_expand calls with any of its lines, read back from the "
-        "conversation itself (false: compacted results cannot be read back).",
+        description="shorten_tools_economic: a compacted result's header names a handle; every "
+        "call declares ctxmw_expand and ctxmw answers it itself with any of its lines, read back "
+        "from the conversation (false: compacted results cannot be read back).",
     )
     economic_break_even: float = Field(
-        1.0,
+        2.0,
         gt=0,
         description="shorten_tools_economic: move the boundary once the rent paid since the last "
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
