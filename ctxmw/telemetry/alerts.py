@@ -147,8 +147,10 @@ class AlertState:
             "busted": self._busted,
         }
 
-    def restore(self, data: Mapping[str, Any]) -> None:
-        """Continue from :meth:`export`'s data."""
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        """Continue from :meth:`export`'s data (None: from the start)."""
+        if data is None:
+            return
         self._recent.extend(
             (r[0], int(r[1]), int(r[2]), int(r[3]), r[4], bool(r[5])) for r in data["recent"]
         )

@@ -246,8 +246,7 @@ class CallRecorder:
         self._calls = int(data.get("calls", 0))
         hits = data.get("hits") or [0, 0]
         self._hits = (int(hits[0]), int(hits[1]))
-        if data.get("alerts") is not None:
-            self._alerts.restore(data["alerts"])
+        self._alerts.restore(data.get("alerts"))
 
     async def _build(
         self,
