@@ -14,7 +14,9 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
         ├── SaveFileBusy           another writer holds the save_file
         ├── SaveFileWriteError     the save_file could not be written (disk full, ...)
-        └── CompactionLossError    compaction would have lost a durable line
+        ├── CompactionLossError    compaction would have lost a durable line
+        └── NotesFull              a note would take a conversation's (or its scope's)
+                                   waiting notes past their bound (ctxmw.state)
 
     Aborted                        control flow, not an error: an ``abort`` file
                                    in the inbox asked the agent to stop
@@ -32,6 +34,7 @@ __all__ = [
     "CtxmwRuntimeError",
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
+    "NotesFull",
     "SaveFileBusy",
     "SaveFileWriteError",
     "SettingsError",
@@ -253,6 +256,28 @@ class CompactionLossError(CtxmwRuntimeError):
             "item(s) would not appear literally in it (see .missing). Adjust durable_patterns "
             "(a pattern spanning lines cannot be kept line by line), raise compact_keep_recent, "
             "or set compact_on_loss='fallback' to send the uncompacted prompt instead."
+        )
+
+
+class NotesFull(CtxmwRuntimeError):
+    """A note was refused: the conversation's waiting notes (or its scope's) are at their bound.
+
+    Attributes:
+        conversation: the conversation the note was for.
+        limit: the bound that refused it (``conversation_notes``, ``conversation_note_bytes``,
+            ``scope_note_bytes``, or ``memory_state_bytes``).
+        allowed: the bound's value.
+        held: what is waiting now (notes, or bytes of their texts).
+    """
+
+    def __init__(self, conversation: str, limit: str, allowed: int, held: int) -> None:
+        self.conversation, self.limit, self.allowed, self.held = conversation, limit, allowed, held
+        unit = "notes" if limit == "conversation_notes" else "bytes of notes"
+        super().__init__(
+            f"The note for {conversation!r} was refused: {held} {unit} wait already and the "
+            f"{limit} limit is {allowed}. Wait until the conversation's next requests deliver "
+            f"them (or until they expire), or raise the bound (ctxmw.limits.{limit} in a proxy's "
+            "config)."
         )
 
 

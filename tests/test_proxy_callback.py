@@ -59,6 +59,7 @@ async def send(
     metadata: dict[str, Any] | None = None,
     key: Key | None = None,
     fail: bool = False,
+    reply: str = "ok",
 ) -> tuple[Messages, dict[str, Any]]:
     """One request through the hooks: the prompt sent upstream and the request's data.
 
@@ -88,7 +89,7 @@ async def send(
         del data["litellm_logging_obj"]
         await hook.async_post_call_failure_hook(data, RuntimeError("upstream down"), key or Key())
     else:
-        response = text("ok", usage=usage(10, 1))
+        response = text(reply, usage=usage(10, 1))
         await hook.async_post_call_success_hook(data, key or Key(), response)
     return sent["messages"], data
 

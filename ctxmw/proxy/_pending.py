@@ -10,8 +10,9 @@ proxy drops the logging object from its data, which is the pre-call hook's own `
 request is registered under each of these objects, and holds them: while it is pending, none
 can be freed, so no other request's object can take its ``id()``.
 
-Bounded: a request whose end hook never ran (a crash inside litellm) is forgotten after
-``max_requests`` newer ones; its claimed notes are then taken over by the conversation's next
+Bounded in count and bytes: a request whose end hook never ran (a crash inside litellm, a
+client gone) is forgotten once ``max_requests`` newer ones are kept, or ``max_bytes`` of newer
+ones; its claimed notes are then taken over by the conversation's next
 request (see :mod:`ctxmw.state`).
 """
 
@@ -22,6 +23,7 @@ from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxmw.proxy._guard import StateBudget
 from ctxmw.proxy._routes import Translation
 from ctxmw.runtime.identity import Identity
 from ctxmw.settings import Settings
@@ -54,6 +56,8 @@ class Pending:
         claim: the id its inbox notes are claimed under (ctxmw's own, unique per request).
         passthrough: the shared state failed and the policy is ``open``: the caller's messages
             go upstream unchanged, and nothing is recorded.
+        size: about the bytes the request's messages hold (``held_bytes``).
+        budget: the request's time for the shared state, before and after the upstream call.
     """
 
     identity: Identity
@@ -70,6 +74,8 @@ class Pending:
     route: str = "chat"
     claim: str = field(default_factory=lambda: uuid.uuid4().hex)
     passthrough: bool = False
+    size: int = 0
+    budget: StateBudget = field(default_factory=lambda: StateBudget(2.0))
 
     def serves(self, route: str | None) -> bool:
         """Whether a deployment call of ``route`` gets the strategies: the request's own route
@@ -78,26 +84,34 @@ class Pending:
 
 
 class PendingRequests:
-    """A bounded map from a request's own objects to its :class:`Pending` (see the module doc)."""
+    """A map from a request's own objects to its :class:`Pending` (see the module doc),
+    bounded in count and bytes."""
 
-    def __init__(self, max_requests: int = 10_000) -> None:
+    def __init__(self, max_requests: int = 10_000, max_bytes: int = 256 * 1024 * 1024) -> None:
         # By id() of a request's first handle: the handles themselves (held, so no id is
         # reused while the request is pending) and its Pending.
         self._items: OrderedDict[int, tuple[tuple[object, ...], Pending]] = OrderedDict()
         self._index: dict[int, int] = {}  # id() of every handle -> its request's key
         self._max = max_requests
+        self._max_bytes = max_bytes
+        self.held_bytes = 0
 
     def put(self, pending: Pending, *given: object) -> None:
-        """Remember a request under each of the objects ``given`` (None ones left out)."""
+        """Remember a request under each of the objects ``given`` (None ones left out); the
+        oldest are forgotten past the bounds, the newest always stays."""
         handles = tuple(handle for handle in given if handle is not None)
         for handle in handles:
             self.pop(handle)
         key = id(handles[0])
         self._items[key] = (handles, pending)
         self._index.update((id(handle), key) for handle in handles)
-        while len(self._items) > self._max:
-            _, (old, _) = self._items.popitem(last=False)
+        self.held_bytes += pending.size
+        while len(self._items) > 1 and (
+            len(self._items) > self._max or self.held_bytes > self._max_bytes
+        ):
+            _, (old, forgotten) = self._items.popitem(last=False)
             self._unindex(old)
+            self.held_bytes -= forgotten.size
 
     def get(self, handle: object) -> Pending | None:
         """The request ``handle`` (the very object, not an equal one) belongs to, if known."""
@@ -111,6 +125,7 @@ class PendingRequests:
             return None
         held, pending = self._items.pop(key)
         self._unindex(held)
+        self.held_bytes -= pending.size
         return pending
 
     def _key(self, handle: object) -> int | None:

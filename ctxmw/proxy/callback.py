@@ -40,8 +40,10 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from ctxmw.errors import CtxmwError, UsageError
-from ctxmw.proxy._guard import StateUnavailable, after_answer, before_upstream, failed
+from ctxmw.errors import UsageError
+from ctxmw.messages.form import held_bytes
+from ctxmw.proxy import _inbox as inbox
+from ctxmw.proxy._guard import StateBudget, after_answer, failed, http_error
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy._request import nested_too_deep
 from ctxmw.proxy._routes import ChatTranslation, Translation, route_of, translation_of
@@ -54,9 +56,9 @@ from ctxmw.proxy.tenancy import scoped_identity, tenant_overrides
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.runtime.options import pop_ctxmw_entries
 from ctxmw.settings import Settings
-from ctxmw.state import Note, State, open_state
-from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
-from ctxmw.telemetry.record import CallRecord
+from ctxmw.state import State, open_state
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.telemetry.record import CallRecord, printable
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["CtxmwProxyHook"]
@@ -82,11 +84,8 @@ class CtxmwProxyHook(CustomLogger):
         self._recorders: FleetRecorders | None = None
         self._ledger: LedgerSink | None = None
         self._settings: dict[str, Settings] = {}
-        self._pending = PendingRequests()
         self._metrics = Metrics()
-        # Per conversation, this replica's strategy memo (caches, a summary's last fold), as a
-        # stateless ctxmw.acompletion keeps it: bounded, the least recently used forgotten.
-        self._memos = Conversations()
+        self._held: tuple[PendingRequests, Conversations] | None = None
 
     @property
     def config(self) -> ProxyConfig:
@@ -99,8 +98,31 @@ class CtxmwProxyHook(CustomLogger):
     def state(self) -> State:
         """The shared state."""
         if self._state is None:
-            self._state = open_state(self.config.state)
+            self._state = open_state(
+                self.config.state, memory_bytes=self.config.limits.memory_state_bytes
+            )
         return self._state
+
+    @property
+    def _pending(self) -> PendingRequests:
+        return self._kept()[0]
+
+    @property
+    def _memos(self) -> Conversations:
+        # Per conversation, this replica's strategy memo (caches, a summary's last fold), as a
+        # stateless ctxmw.acompletion keeps it: bounded, the least recently used forgotten.
+        return self._kept()[1]
+
+    def _kept(self) -> tuple[PendingRequests, Conversations]:
+        """What this replica keeps of requests in flight and between them, bounded in bytes
+        by the config's limits (built on first use: the config may be read then)."""
+        if self._held is None:
+            limits = self.config.limits
+            self._held = (
+                PendingRequests(max_bytes=limits.pending_bytes),
+                Conversations(max_bytes=limits.memo_bytes),
+            )
+        return self._held
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
@@ -115,13 +137,13 @@ class CtxmwProxyHook(CustomLogger):
                 return None
             pending = self._plan(data, user_api_key_dict, translation.messages, tenant)
         except UsageError as exc:
-            raise _http_error(400, str(exc)) from exc
+            raise http_error(400, str(exc)) from exc
         except RecursionError as exc:
-            raise _http_error(400, nested_too_deep(_conversation_of(data))) from exc
+            raise http_error(400, nested_too_deep(_conversation_of(data))) from exc
         pending.translation, pending.route = translation, route_of(name) or "chat"
         self._pending.put(pending, request, data, data.get("proxy_server_request"))
         if any(strategy == "inbox" for strategy, _ in pending.strategies):
-            await self._claim_or_policy(pending)
+            await inbox.claim(self.state, pending, self.config.on_state_error, self._metrics)
         return None
 
     async def async_pre_call_deployment_hook(
@@ -135,7 +157,7 @@ class CtxmwProxyHook(CustomLogger):
         try:
             prompt = await self._prompt(pending, kwargs)
         except RecursionError as exc:
-            raise _http_error(400, nested_too_deep(pending.transcript)) from exc
+            raise http_error(400, nested_too_deep(pending.transcript)) from exc
         sent = _translation(pending).request(kwargs, prompt)
         pending.wire = _wire({**kwargs, "messages": prompt})
         pending.started = time.perf_counter()
@@ -153,7 +175,8 @@ class CtxmwProxyHook(CustomLogger):
             cache_control_injection_points=kwargs.get("cache_control_injection_points") or (),
         )
         chain = [
-            _fleet_inbox(pending.notes) if n == "inbox" else (n, s) for n, s in pending.strategies
+            inbox.fleet_inbox(pending.notes) if n == "inbox" else (n, s)
+            for n, s in pending.strategies
         ]
         pending.trace, pending.stats = [], ctx.stats
         try:
@@ -174,12 +197,17 @@ class CtxmwProxyHook(CustomLogger):
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the stream through; once read to its end, commit like a whole answer."""
-        chunks = []
-        async for chunk in response:
-            chunks.append(chunk)
-            yield chunk
-        pending = self._pending.pop(request_data.get("litellm_logging_obj"))
-        if pending is not None and pending.wire:
+        chunks, complete = [], False
+        try:
+            async for chunk in response:
+                chunks.append(chunk)
+                yield chunk
+            complete = True
+        finally:
+            # A stream the client left (the proxy closes this generator) is forgotten now: its
+            # notes stay claimed, and the conversation's next request takes them over.
+            pending = self._pending.pop(request_data.get("litellm_logging_obj"))
+        if complete and pending is not None and pending.wire:
             await self._commit(pending, request_data, chunks)
 
     async def async_post_call_failure_hook(
@@ -193,12 +221,7 @@ class CtxmwProxyHook(CustomLogger):
         # No logging object here: the pre-call hook's data, or (/v1/responses) a shallow copy.
         pending = self._pending.pop(request_data, request_data.get("proxy_server_request"))
         if pending is not None and pending.notes:
-            conversation, claim, notes = pending.identity.conversation, pending.claim, pending.notes
-
-            async def give_back() -> None:
-                await self.state.settle(conversation, claim, notes)
-
-            await after_answer("inbox give-back", give_back, self._timeout, self._metrics)
+            await inbox.give_back(self.state, pending, self._metrics)
         return None
 
     def _plan(
@@ -222,6 +245,8 @@ class CtxmwProxyHook(CustomLogger):
             strategies=resolve_strategies(None, settings) if tenant else chain,
             transcript=list(messages),
             key_label=str(alias or (getattr(key, "token", None) or "")[:12]),
+            size=held_bytes(messages),
+            budget=StateBudget(self.config.state_timeout),
         )
 
     def _settings_for(self, options: dict[str, Any]) -> Settings:
@@ -238,69 +263,23 @@ class CtxmwProxyHook(CustomLogger):
             self._settings[cache_key] = settings
         return settings
 
-    @property
-    def _timeout(self) -> float:
-        return self.config.state_timeout
-
-    async def _claim_or_policy(self, pending: Pending) -> None:
-        """Claim the notes (an ``abort`` answers 400); a shared state that cannot answer in
-        time follows the configured policy."""
-        conversation, claim = pending.identity.conversation, pending.claim
-        try:
-            notes = await before_upstream(
-                lambda: self.state.claim_notes(conversation, claim), self._timeout
-            )
-            stop = next((n for n in notes if n.kind == "abort"), None)
-            if stop is not None:
-                kept = [n for n in notes if n is not stop]
-                await before_upstream(
-                    lambda: self.state.settle(conversation, claim, kept), self._timeout
-                )
-        except StateUnavailable as exc:
-            self._state_unavailable(pending, exc)
-            return
-        if stop is not None:
-            reason = stop.text.strip() or "no reason was given"
-            raise _http_error(
-                400,
-                f"ctxmw: conversation {conversation!r} was aborted through its inbox: {reason}. "
-                "Stop the agent, or start a new conversation (a new session id).",
-            )
-        pending.notes = notes
-
-    def _state_unavailable(self, pending: Pending, exc: StateUnavailable) -> None:
-        if self.config.on_state_error == "open":
-            failed("inbox claim (sent unchanged)", exc, self._metrics)
-            pending.passthrough = True
-            return
-        failed("inbox claim", exc, self._metrics)
-        # Not chained: the cause is named, and its text (a Redis error) stays out of the logs.
-        raise _http_error(
-            503,
-            f"ctxmw: the proxy's shared state (Redis) did not answer in time ({exc}), so this "
-            "conversation's inbox and abort switch cannot be read; retry shortly.",
-        ) from None
-
     async def _commit(self, pending: Pending, data: dict[str, Any], response: object) -> None:
         """Everything after the answer; no stage may raise (see :mod:`ctxmw.proxy._guard`)."""
-        conversation, record = pending.identity.conversation, None
+        record = None
 
         async def measure() -> None:
             nonlocal record
             shaped = _translation(pending).telemetry(response)  # a chat response's shape
             try:
-                record = await self._telemetry().record(pending, shaped, self._timeout)
+                record = await self._telemetry().record(pending, shaped)
             except Unsaved as exc:
                 record = exc.record  # published all the same; the failure is still counted
                 raise
 
-        async def settle() -> None:
-            await self.state.settle(conversation, pending.claim)
-
-        # The state's reads and writes are bounded inside; the measuring is local work.
+        # The state's reads and writes spend the request's budget; the measuring is local work.
         await after_answer("telemetry", measure, None, self._metrics)
         if pending.notes:
-            await after_answer("inbox settle", settle, self._timeout, self._metrics)
+            await inbox.settle(self.state, pending, self._metrics)
         if record is not None:
             await self._publish(pending, data, record)
 
@@ -320,19 +299,20 @@ class CtxmwProxyHook(CustomLogger):
             failed("metrics", exc, self._metrics)
         logger.info(
             "ctxmw proxy conversation=%s round=%d replica=%s cache_read=%s expected=%d",
-            pending.identity.conversation,
+            printable(pending.identity.conversation),
             record.round,
             self.config.replica,
             record.cache_read_tokens,
             record.expected_cached_tokens,
         )
         sink = self._sink()
-        if sink is not None:
-            await after_answer("ledger", lambda: sink.write(entry), self._timeout, self._metrics)
+        if sink is not None:  # Redis spends the request's budget; a file waits its own time
+            wait = pending.budget if isinstance(sink, RedisLedger) else self.config.state_timeout
+            await after_answer("ledger", lambda: sink.write(entry), wait, self._metrics)
 
     def _telemetry(self) -> FleetRecorders:
         if self._recorders is None:
-            self._recorders = FleetRecorders(self.state)
+            self._recorders = FleetRecorders(self.state, self.config.limits.telemetry_bytes)
         return self._recorders
 
     def _sink(self) -> LedgerSink | None:
@@ -358,19 +338,6 @@ def _ctxmw_of(metadata: object) -> object:
     return metadata.get("ctxmw") if isinstance(metadata, Mapping) else None
 
 
-def _fleet_inbox(notes: list[Note]) -> NamedStrategy:
-    """``inbox`` in the proxy: the notes claimed from the shared state, as user messages."""
-    shown: Messages = [{"role": "user", "content": n.text} for n in notes if n.text.strip()]
-
-    def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
-        if not shown:
-            return messages
-        ctx.stats["inbox"] = {"delivered": list(shown), "files": []}
-        return [*messages, *shown]
-
-    return "inbox", inbox
-
-
 _WIRE_KEYS = ("model", "messages", "tools", "api_base", "custom_llm_provider")
 
 
@@ -389,11 +356,3 @@ def _proxy_config_path() -> str | None:
     server = sys.modules.get("litellm.proxy.proxy_server")
     path = getattr(server, "user_config_file_path", None) if server is not None else None
     return path or os.environ.get("CONFIG_FILE_PATH")
-
-
-def _http_error(status: int, message: str) -> Exception:
-    try:
-        from fastapi import HTTPException
-    except ImportError:  # pragma: no cover - outside the proxy
-        return CtxmwError(message)
-    return HTTPException(status_code=status, detail={"error": message})

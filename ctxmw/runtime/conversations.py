@@ -22,7 +22,8 @@ recorder is the one exception, shared as before: it only ever holds the latest p
 
 The registry is bounded: at most :data:`MAX_CONVERSATIONS` conversations and about
 :data:`MAX_HELD_BYTES` held (transcript bytes, the recorder's payload at four bytes a token, the
-memo's bounded caches); the least recently used go first, the current one always stays. A
+memo's bounded caches and the inputs its Histories keep); the least recently used go first,
+the current one always stays. A
 forgotten conversation's next call starts cold (its transcript read again, measured as a first
 call): slower, and the same result except where a strategy kept what the messages do not say
 (``shorten_tools_economic``'s cold call points: the time between calls). Checking out and in
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
+from ctxmw.history import History
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
 from ctxmw.runtime._splices import live_splices
@@ -99,6 +101,7 @@ class Conversation:
     def held_bytes(self) -> int:
         """About how many bytes this conversation keeps alive."""
         held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
+        held += sum(h.held_bytes for h in self.memo.values() if isinstance(h, History))
         if self.recorder is not None:
             held += self.recorder.held_tokens * CHARS_PER_TOKEN
         if self.record.file is not None:
@@ -131,6 +134,11 @@ class Conversations:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
+
+    @property
+    def held_bytes(self) -> int:
+        """About the bytes the kept conversations held when they were last checked in."""
+        return self._total
 
     def in_use(self, key: Hashable) -> bool:
         """Whether a call still running has the conversation checked out."""

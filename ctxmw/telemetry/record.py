@@ -30,6 +30,7 @@ __all__ = [
     "ledger_line",
     "ledger_path",
     "log_record",
+    "printable",
 ]
 
 CallHook = Callable[["CallRecord"], "Awaitable[None] | None"]
@@ -161,6 +162,15 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
     return Beside.of(save_file).ledger
 
 
+def printable(text: str) -> str:
+    """``text`` safe for a log line or a terminal: each character that is not printable (a
+    control character, an escape sequence's start, a line break, a lone surrogate) written as
+    its Python escape (``\\x1b``, ``\\n``, ``\\ud800``); printable text, any script, as it is."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
     """One INFO line: the call (``readback`` after its number when ctxmw made it past a reply
     that only read back), reported against expected cache reads, the session's hit rate so far
@@ -183,8 +193,8 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         record.call,
         (f" round {record.round}" if record.round else "")
         + (" readback" if record.readback else ""),
-        record.session,
-        record.model,
+        printable(record.session),
+        printable(record.model),
         record.prompt_tokens,
         "~" if record.usage_estimated else "",
         "null" if record.cache_read_tokens is None else record.cache_read_tokens,

@@ -234,6 +234,7 @@ class CallRecorder:
             "seen": self._seen,
             "calls": self._calls,
             "hits": list(self._hits),
+            "alerts": self._alerts.export(),
         }
 
     def restore_state(self, data: Mapping[str, Any]) -> None:
@@ -243,10 +244,9 @@ class CallRecorder:
         self._shape = None if shape is None else shape_from_json(shape)
         self._seen = int(data.get("seen", 0))
         self._calls = int(data.get("calls", 0))
-        hits = data.get("hits")
-        self._hits = (
-            (int(hits[0]), int(hits[1])) if isinstance(hits, list) and len(hits) == 2 else (0, 0)
-        )
+        hits = data.get("hits") or [0, 0]
+        self._hits = (int(hits[0]), int(hits[1]))
+        self._alerts.restore(data.get("alerts"))
 
     async def _build(
         self,
