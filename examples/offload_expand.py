@@ -2,7 +2,7 @@
 
 ``Session(offload=True)`` sends a tool result over ``offload_threshold`` tokens (2,000 by
 default) as a fixed preview plus a handle, keeps the original beside the save_file
-(``agent.offload/``), and answers the model's ``ctxmw_expand(handle, offset, limit)`` calls in
+(``agent.jsonl.offload/``), and answers the model's ``ctxmw_expand(handle, offset, limit)`` calls in
 its own tool loop. A scripted model stands in for the real one. The second half shows a
 stateless caller answering the same tool call with ``answer_expand``.
 

@@ -155,7 +155,7 @@ async def test_a_record_appended_after_a_torn_ledger_line_is_kept(tmp_path: Path
     save_file = tmp_path / "agent.jsonl"
     session = Session(MODEL, save_file=save_file, completion=FakeCompletion(text("a"), text("b")))
     await session.ask("one")
-    ledger = save_file.with_name("agent.ledger.jsonl")
+    ledger = save_file.with_name("agent.jsonl.ledger.jsonl")
     with ledger.open("ab") as handle:
         handle.write(b'{"ts": "2026-01-01T00:00:00Z", "sess')  # a writer killed mid-append
     await session.ask("two")

@@ -149,11 +149,8 @@ def _copied(value: Any) -> Any:
 
 
 def ledger_path(save_file: str | os.PathLike[str]) -> Path:
-    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.ledger.jsonl``.
-
-    Only the last extension is replaced (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` ->
-    ``agent.ledger.jsonl``).
-    """
+    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.ledger.jsonl``
+    (the whole file name, then ``.ledger.jsonl``)."""
     return Beside.of(save_file).ledger
 
 
