@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from dataclasses import dataclass
@@ -32,19 +33,31 @@ LEDGER_SUFFIX = ".ledger.jsonl"
 
 
 def private_dirs(folder: Path) -> None:
-    """Create ``folder`` and its missing parents, each owner-only; existing ones are left as is."""
+    """Create ``folder`` and its missing parents, each owner-only; existing ones are left as is.
+
+    Raises:
+        OSError: a folder could not be made; the ones this call made are removed again.
+    """
     missing: list[Path] = []
     while not folder.exists():
         missing.append(folder)
         if folder.parent == folder:
             break
         folder = folder.parent
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, DIR_MODE)
-        except FileExistsError:  # made by another process meanwhile: theirs, as they made it
-            continue
-        os.chmod(path, DIR_MODE)  # the umask may have taken owner bits away; never adds others'
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            try:
+                os.mkdir(path, DIR_MODE)
+            except FileExistsError:  # made by another process meanwhile: theirs, as they made it
+                continue
+            made.append(path)
+            os.chmod(path, DIR_MODE)  # the umask may have taken owner bits away; never adds any
+    except OSError:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:

@@ -7,6 +7,8 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
     │   ├── SettingsError          a setting (argument or CTXMW_* variable) is invalid
     │   ├── UnknownStrategyError   a strategy name is not registered
     │   ├── InvalidTranscriptError the messages break the tool-call wire rules
+    │   ├── InvalidSaveFileError   the save_file path cannot hold a transcript (a folder,
+    │   │                          a file ctxmw did not write, a folder that cannot be made)
     │   └── ContextOverflowError   a required segment does not fit the token budget
     └── CtxmwRuntimeError          something went wrong while doing valid work
         ├── StrategyError          a strategy raised; the original is chained (and,
@@ -30,6 +32,7 @@ __all__ = [
     "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
+    "InvalidSaveFileError",
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
     "SaveFileBusy",
@@ -81,6 +84,23 @@ class InvalidTranscriptError(UsageError):
     def __init__(self, message: str, index: int) -> None:
         self.index = index
         super().__init__(f"Invalid transcript at message {index}: {message}")
+
+
+class InvalidSaveFileError(UsageError):
+    """The save_file path cannot hold a transcript; nothing was written or left beside it.
+
+    Attributes:
+        save_file: the path as given.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, save_file: str, problem: str, remedy: str) -> None:
+        self.save_file = save_file
+        self.problem = problem
+        super().__init__(
+            f"The save_file {save_file!r} cannot hold a transcript: {problem}. {remedy} "
+            "Nothing was written."
+        )
 
 
 class ContextOverflowError(UsageError):

@@ -37,6 +37,7 @@ from ctxmw.inbox._files import FileEntry
 from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._paths import check_save_file
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Plan, plan_history
 from ctxmw.runtime.transcript import TranscriptFile, encode_lines
@@ -231,6 +232,7 @@ def _open_now(
 ) -> tuple[bool, Listing | None]:
     """Worker thread, the trip before a turn: take the lock, whether the file must be read,
     and the inbox listing when ``lists``."""
+    check_save_file(file.path)  # before the lock file or a folder is made beside it
     if lock is not None:
         lock.acquire_now()
         if not loaded:

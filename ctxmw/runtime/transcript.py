@@ -38,6 +38,7 @@ import anyio.to_thread
 from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
 from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
+from ctxmw.runtime._paths import check_save_file
 from ctxmw.runtime.revisions import Edit, Revisions, is_record, loop_record, record_span, replay
 from ctxmw.types import Message, Messages
 
@@ -148,6 +149,9 @@ class TranscriptFile:
         except FileNotFoundError:
             self._good, self._seen, self.ours, self._aside = 0, None, [], None
             return Revisions(keep_earlier)
+        except OSError:
+            check_save_file(self.path)  # a folder, or a path through a file: said so
+            raise
         lines, ends, numbers, torn = _parse(data, self.path)
         keep = _complete_lines(lines, numbers, self.path)
         if keep < len(lines):
