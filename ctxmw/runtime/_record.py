@@ -35,6 +35,7 @@ from ctxmw.history import common_prefix
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
 from ctxmw.messages.form import message_dicts
+from ctxmw.runtime._lines import check_head
 from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime._paths import check_save_file
@@ -233,6 +234,8 @@ def _open_now(
     """Worker thread, the trip before a turn: take the lock, whether the file must be read,
     and the inbox listing when ``lists``."""
     check_save_file(file.path)  # before the lock file or a folder is made beside it
+    if not loaded:
+        check_head(file.path)  # a file that is not a save_file: refused untouched
     if lock is not None:
         lock.acquire_now()
         if not loaded:

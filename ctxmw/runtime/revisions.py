@@ -10,6 +10,9 @@ key and no ``"role"``) say more:
 * ``{"ctxmw": "tool_loop", "count": n}``: the next ``n`` message lines are a tool round that
   ctxmw's own loop ran for Python callables (the caller never saw them).
 
+Both carry ``"bytes"``: the size of the message lines they announce, a second account that tells
+a damaged count from a write cut short (records of earlier versions have none).
+
 A file whose history only grew is plain messages, one per line, as before revisions existed.
 
 A stateless caller's history is the conversation: :func:`plan_history` lines it up against the
@@ -30,6 +33,7 @@ from ctxmw.messages.normal import normal_key, same_message
 from ctxmw.types import Message, Messages
 
 __all__ = [
+    "BYTES_KEY",
     "RECORD_KEY",
     "Edit",
     "Plan",
@@ -44,6 +48,10 @@ __all__ = [
 RECORD_KEY = "ctxmw"
 """The key that marks a record line (messages never carry it and always carry ``role``)."""
 
+BYTES_KEY = "bytes"
+"""A record's second account of its message lines: their size in bytes (newlines included), so
+a damaged count is told from a write cut short (:mod:`ctxmw.runtime._lines`)."""
+
 Op = tuple[int, int, int]
 """``(at, drop, count)`` on the current revision: ``drop`` messages at ``at`` become ``count``."""
 
@@ -53,9 +61,13 @@ def is_record(line: dict[str, Any]) -> bool:
     return RECORD_KEY in line and "role" not in line
 
 
-def loop_record(count: int) -> dict[str, Any]:
-    """The record that marks the next ``count`` messages as ctxmw's own tool round."""
-    return {RECORD_KEY: "tool_loop", "count": count}
+def loop_record(count: int, size: int | None = None) -> dict[str, Any]:
+    """The record that marks the next ``count`` messages (``size`` bytes) as ctxmw's own tool
+    round."""
+    record: dict[str, Any] = {RECORD_KEY: "tool_loop", "count": count}
+    if size is not None:
+        record[BYTES_KEY] = size
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +77,12 @@ class Edit:
     ops: tuple[Op, ...]
     inserted: tuple[Message, ...]
 
-    def record(self) -> dict[str, Any]:
-        """The record line that announces this edit (its messages follow it)."""
-        return {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+    def record(self, size: int | None = None) -> dict[str, Any]:
+        """The record line that announces this edit (its messages, ``size`` bytes, follow it)."""
+        record: dict[str, Any] = {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+        if size is not None:
+            record[BYTES_KEY] = size
+        return record
 
     def apply(self, messages: Messages, ours: list[bool]) -> tuple[Messages, list[bool]]:
         """The revision after this edit, with its tool-loop marks (inserted ones are not)."""
