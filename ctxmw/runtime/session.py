@@ -326,7 +326,8 @@ class Session(ToolLoop):
             if on_end is not None:
                 await on_end(saved)
 
-        return PersistingStream(stream, complete, close)
+        release = lock.release_now if lock is not None else None
+        return PersistingStream(stream, complete, close, release=release, what=str(self.save_file))
 
     @contextlib.asynccontextmanager
     async def _turn(self, history: Sequence[Any] | None = None) -> AsyncIterator[Turn]:
