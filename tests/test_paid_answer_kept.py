@@ -8,9 +8,7 @@ call).
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -19,24 +17,12 @@ import pytest
 import ctxmw
 from ctxmw.errors import SaveFileWriteError
 from ctxmw.testing import FakeCompletion, text
+from tests._disk import full_disk
 
 pytestmark = pytest.mark.anyio
 
 MODEL = "openai/gpt-4o-mini"
 QUESTION = {"role": "user", "content": "What is 2 + 2?"}
-
-
-def full_disk(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Every fsync fails as on a full disk until the returned switch is cleared."""
-    real, broken = os.fsync, [1]
-
-    def fsync(fd: int) -> None:
-        if broken:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return broken
 
 
 def saved(save_file: Path) -> list[tuple[str, Any]]:

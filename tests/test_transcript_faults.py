@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from ctxmw import Session, errors
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.stats import load_ledgers
 from ctxmw.testing import FakeCompletion, text, tool_calls
+from tests._disk import full_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -82,19 +81,6 @@ async def test_the_next_run_after_a_torn_first_result_sends_no_unanswered_call(
         "edit",
         "assistant",
     ]
-
-
-def full_disk(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make every fsync fail as on a full disk; returns a switch (clear it to heal the disk)."""
-    real, broken = os.fsync, [1]
-
-    def fsync(fd: int) -> None:
-        if broken:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return broken
 
 
 async def test_a_full_disk_raises_a_ctxmw_error_naming_the_file_and_keeps_the_round(
