@@ -38,7 +38,8 @@ TIERS = {
 
 
 def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> dict[str, float]:
-    """Price one schedule (the call points where the boundary moves) as replay prices it."""
+    """Price one schedule (the call points where the boundary moves) as replay prices it, its
+    compacted results rendered as the default renders them (lines, read-back handles)."""
     prices, counter = model_prices(MODEL), ApproxCounter()
     tracker, minimum = PrefixTracker(counter), breakpoint_minimum(MODEL)
     cost = {"auto": 0.0, "end_breakpoint": 0.0}
@@ -50,7 +51,9 @@ def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> di
         if done:
             boundary = bisect_right([c.result_index for c in index.calls], done[-1] - 1)
             plan = boundary_plan(len(index.calls), boundary, 0, 1, s)
-            prompt = apply_plan(sent, index, plan, StrategyContext(settings=s), "brute")
+            ctx = StrategyContext(settings=s)
+            lines, handles = s.economic_compacted_result_chars, s.readback
+            prompt = apply_plan(sent, index, plan, ctx, "brute", lines=lines, handles=handles)
         r = tracker.observe(MODEL, prompt)
         cost["auto"] += prices.cost(r.prompt_tokens, auto_split(r))
         split = end_breakpoint_split(r, body_tokens(r), minimum)

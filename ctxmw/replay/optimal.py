@@ -19,7 +19,8 @@ steps per caching model, seconds in pure Python), after rendering the transcript
 boundary (``O(T * M)`` for ``M`` messages). A prompt over the window is allowed only where no
 boundary could avoid it.
 
-Each call is priced as the replay prices it, with real token counts of the rendered prompts:
+Each call is priced as the replay prices it, with real token counts of the prompts rendered as
+the default renders them (its compacted lines, their read-back handles, the tools it declares):
 ``auto`` and ``end_breakpoint`` exactly; ``breakpoints`` as a lower bound (a move reads the whole
 common prefix, as if a mark sat wherever it pays). Retention is not part of the optimum: it is
 the cheapest these tiers can be, not a recommendation to show the model less.
@@ -195,7 +196,16 @@ class _Builder:
             cut, base = self.index.calls[boundary - 1].result_index + 1, self.render(0)
             ctx = StrategyContext(settings=self.settings)
             plan = boundary_plan(n, boundary, 0, 1, self.settings)
-            out = apply_plan(self.messages[:cut], self.index, plan, ctx, "optimal")
+            s = self.settings
+            out = apply_plan(
+                self.messages[:cut],
+                self.index,
+                plan,
+                ctx,
+                "optimal",
+                lines=s.economic_compacted_result_chars,
+                handles=s.readback,
+            )
         keys, anchors, tokens = [], [], []
         pending = cut  # the compaction notice takes the index of the message after it
         for msg in reversed(out):

@@ -156,6 +156,12 @@ class Settings(BaseSettings):
         "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
         "0: its head and tail, short_output_length characters, like the other strategies.",
     )
+    readback: bool = Field(
+        True,
+        description="shorten_tools_economic: a compacted result's header names a handle, and "
+        "ctxmw answers the model's ctxmw_expand calls with any of its lines, read back from the "
+        "conversation itself (false: compacted results cannot be read back).",
+    )
     economic_break_even: float = Field(
         2.0,
         gt=0,
@@ -331,8 +337,11 @@ class Settings(BaseSettings):
     offload_preview_chars: int = Field(
         1500, ge=0, description="offload: characters of the result the preview shows."
     )
-    offload_expand_max_chars: int = Field(
-        8000, ge=1, description="offload: the most characters one ctxmw_expand call returns."
+    readback_max_chars: int = Field(
+        8000,
+        ge=1,
+        description="ctxmw_expand (read-back of compacted and offloaded results): the most "
+        "characters one answer returns.",
     )
     # --- end of the offload block --------------------------------------------------------------
 

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ctxmw.messages.pairs import Call, ToolIndex, call_key
-from ctxmw.strategies._notice import Reason, notice_fields, offloads_before
+from ctxmw.strategies._notice import Reason, Recovery, notice_fields, offloads_before
 from ctxmw.strategies._regions import Region, render
 from ctxmw.types import Messages, StrategyContext
 
@@ -69,12 +69,13 @@ def apply_plan(
     *,
     reason: Reason = "cost",
     lines: int = 0,
+    handles: bool = False,
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
     ``reason``: why the notice says this was done (cost or the window); ``lines``: compacted
     results keep this many characters of whole lines (:func:`~ctxmw.messages.outline.outline`;
-    0: head and tail).
+    0: head and tail); ``handles``: their headers name a read-back handle.
     With a session memo, the previous call's output is reused up to the first message whose
     region changed (:func:`~ctxmw.strategies._regions.render`).
     """
@@ -90,13 +91,21 @@ def apply_plan(
         memo=ctx.memo,
         owner=name,
         paired=True,
-        fields=notice_fields(reason, offloads_before(ctx.chain, name)),
+        fields=notice_fields(reason, _recovery(ctx.chain, name, bool(lines) and handles)),
         lines=lines,
+        handles=handles,
     )
     stats: dict[str, Any] = asdict(plan)
     stats.update(asdict(counts), protected=len(protected))
     ctx.stats[name] = stats
     return out
+
+
+def _recovery(chain: Sequence[str], name: str, handles: bool) -> Recovery:
+    """How the notice says content comes back: by handles, by offload previews, or not."""
+    if handles:
+        return "readback"
+    return "offload" if offloads_before(chain, name) else "none"
 
 
 def plan_regions(index: ToolIndex, plan: EpochPlan, protected: Collection[int]) -> bytes:

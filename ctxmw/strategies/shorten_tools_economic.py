@@ -104,6 +104,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         ctx,
         NAME,
         lines=s.economic_compacted_result_chars,
+        handles=s.readback,
         reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
     )
     ctx.stats[NAME].update(
