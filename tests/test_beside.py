@@ -100,3 +100,13 @@ async def test_old_names_another_save_file_may_own_are_left_with_a_warning(
     assert len(warnings) == 1
     assert "agent.json may own them" in warnings[0]
     assert str(tmp_path / "agent.inbox") in warnings[0]
+
+
+async def test_a_save_file_without_an_extension_keeps_its_names_without_a_warning(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    await deliver(tmp_path / "agent", "a note")
+    with caplog.at_level(logging.WARNING, logger="ctxmw"):
+        fake = await ask(tmp_path / "agent", "hello")
+    assert user_texts(fake) == ["hello", "a note"]
+    assert not [r for r in caplog.records if "ctxmw left" in r.getMessage()]

@@ -44,7 +44,11 @@ def migrate_beside(save_file: Path) -> None:
 
 def _migrate(beside: Beside) -> None:
     save_file = beside.save_file
-    found = [kind for kind in LEGACY if os.path.lexists(beside.legacy(kind))]
+    found = [
+        kind
+        for kind in LEGACY
+        if beside.legacy(kind) != beside.named(kind) and os.path.lexists(beside.legacy(kind))
+    ]  # a save_file without an extension kept its names
     if not found:
         return
     others = _same_stem(save_file, beside)

@@ -94,7 +94,7 @@ class ToolLoop:
         try:
             await self._commit(turn, last=last)
         except SaveFileWriteError as exc:
-            if not turn.stateless:
+            if not turn.stateless or exc.what != "save_file":
                 raise
             raise exc.for_caller(response) from exc.__cause__
 
