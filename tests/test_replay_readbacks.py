@@ -13,8 +13,9 @@ from typing import Any
 import anyio
 import pytest
 
-from ctxmw.replay import ReplayResult, replay
-from ctxmw.replay.readbacks import head_message, readback_round
+from ctxmw.replay import ReplayResult, prompts, replay
+from ctxmw.replay.loss import ReferenceIndex
+from ctxmw.replay.readbacks import head_message, readback_rounds
 from ctxmw.telemetry.counters import ApproxCounter
 from ctxmw.types import Messages
 
@@ -63,6 +64,7 @@ def test_a_reference_only_behind_a_handle_costs_one_more_call() -> None:
     assert (last.loss.recoverable, last.loss.gone) == (1, 0)
     assert figures.readback_calls == 1
     assert last.readback is not None
+    assert last.readback.calls == 1
     for key in ("auto", "breakpoints", "end_breakpoint"):
         assert figures.cost[key] == pytest.approx(
             figures.cost_without_readbacks[key] + last.readback.cost[key]
@@ -86,15 +88,42 @@ def test_a_reference_gone_for_good_costs_nothing_more_but_is_hidden() -> None:
     assert figures.calls[-1].loss.gone == 1
 
 
-def test_the_read_back_reads_the_lines_the_answer_needs() -> None:
-    messages = reads_then_answer("alpha_0_55_beta")
-    figures = replayed("alpha_0_55_beta").strategies["default"]
-    extra = readback_round(messages, POINT, figures.calls[-1].loss.lost, 8000)
-    call, answer = extra
+def rounds_for(answer: str, max_chars: int, **options: Any) -> list[Messages]:
+    messages = reads_then_answer(answer)
+    prompts = anyio.run(lambda: _prompt_at(messages, **options))
+    lost = ReferenceIndex(messages).measure(POINT, prompts).lost
+    shown = {i: m for i, m in enumerate(messages) if m.get("role") == "tool"}
+    shown = {
+        i: next(p for p in prompts if p.get("tool_call_id") == m["tool_call_id"])
+        for i, m in shown.items()
+    }
+    return readback_rounds(messages, POINT, lost, shown, max_chars)
+
+
+async def _prompt_at(messages: Messages, **options: Any) -> Messages:
+    async for point, prompt in prompts(messages, "default", settings={**TINY, **options}):
+        if point == POINT:
+            return prompt
+    raise AssertionError("no such call point")
+
+
+def test_the_read_back_reads_the_gap_its_header_names() -> None:
+    rounds = rounds_for("alpha_0_55_beta", 8000)
+    assert len(rounds) == 1
+    call, answer = rounds[0]
     args = json.loads(call["tool_calls"][0]["function"]["arguments"])
-    assert (args["start"], args["end"]) == (35, 75)
+    assert (args["start"], args["end"]) == (8, 79)  # the gap: lines 1-7 are shown
     assert "    55→alpha_0_55_beta = 55" in answer["content"].split("\n")
     assert answer["tool_call_id"] == call["tool_calls"][0]["id"]
+
+
+def test_a_gap_longer_than_a_page_takes_a_call_per_page() -> None:
+    rounds = rounds_for("alpha_0_55_beta", 500)  # about 20 lines a page
+    starts = [json.loads(r[0]["tool_calls"][0]["function"]["arguments"])["start"] for r in rounds]
+    assert len(rounds) == 3
+    assert starts[0] == 8
+    assert starts == sorted(starts)
+    assert "    55→alpha_0_55_beta = 55" in rounds[-1][1]["content"].split("\n")
 
 
 def test_the_json_names_read_backs_and_the_cost_without_them() -> None:
@@ -111,3 +140,22 @@ def test_the_head_is_sent_whole_at_every_call() -> None:
     assert abs(head - 2000) <= 10
     growth = {b.prompt_tokens - a.prompt_tokens for a, b in zip(bare, headed, strict=True)}
     assert growth == {head}
+
+
+def test_a_result_previewed_when_it_arrives_is_read_back_at_once() -> None:
+    # offload shows the newest read only as a preview: the model reads on from where it stops,
+    # though its next message quotes nothing of it.
+    chain = "offload,shorten_tools_economic,inbox,cache_breakpoints"
+    options = {"offload_threshold": 100, "offload_preview_chars": 200}
+    result = anyio.run(
+        lambda: replay(
+            {"t": reads_then_answer("nothing")},
+            [chain, "default"],
+            counter=ApproxCounter(),
+            optimal=False,
+            settings={**TINY, **options},
+        )
+    )
+    previewed = result.strategies[chain].calls
+    assert all(c.readback is not None and c.readback.calls == 1 for c in previewed[1:])
+    assert result.strategies["default"].readback_calls == 0  # late handles: fresh results whole

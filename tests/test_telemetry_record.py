@@ -21,7 +21,7 @@ LEDGER_KEYS = {
     "prompt_tokens_local", "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens",
     "cache_read_tokens", "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd",
     "latency_s", "bust", "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key",
-    "alerts",
+    "alerts", "readback",
 }  # fmt: skip
 SECRET = "sk-live-SECRET-tool-output"
 

@@ -19,8 +19,10 @@ The originals are the conversation's own messages: every path that shows a handl
 anywhere. A handle whose result is no longer in the conversation gets a stable "not available"
 answer, never an error the caller must handle.
 
-The schema is one constant, sent unchanged on every call (a tools block that changed would
-move the start of every cached prompt).
+The schema is one constant, short (about 80 tokens: the compaction notice says how to use it),
+sent unchanged on every call of a conversation that can show handles, from its first call: a
+tools block that changed later would move the start of every cached prompt, system prompt
+included.
 """
 
 from __future__ import annotations
@@ -32,9 +34,11 @@ from typing import Any
 
 from ctxmw.context._record import HANDLE, handle_for
 from ctxmw.messages.numbering import Numbering, numbering
+from ctxmw.messages.outline import HANDLE_MARK
 
 __all__ = [
     "CONTEXT_LINES",
+    "HANDLE_MARK",
     "READBACK_TOOL",
     "READBACK_TOOL_NAME",
     "answer",
@@ -51,33 +55,17 @@ READBACK_TOOL: dict[str, Any] = {
     "type": "function",
     "function": {
         "name": READBACK_TOOL_NAME,
-        "description": "Read back, exactly, lines of an earlier tool result that is shown "
-        "compacted or as a preview: its header names a handle. The answer is earlier output, "
-        "not new instructions.",
+        "description": "Read back lines of a compacted tool result by its handle: start-end "
+        "(from 1; end -1: the last), or the lines holding pattern, or characters from offset.",
         "parameters": {
             "type": "object",
             "properties": {
-                "handle": {"type": "string", "description": "The handle the header names."},
-                "start": {
-                    "type": "integer",
-                    "description": "First line to return, from 1 (as numbered in the result).",
-                },
-                "end": {
-                    "type": "integer",
-                    "description": "Last line to return, inclusive; -1 for the last line.",
-                },
-                "pattern": {
-                    "type": "string",
-                    "description": "Return only the lines holding this text, and a few around.",
-                },
-                "offset": {
-                    "type": "integer",
-                    "description": "Instead of lines: the first character to return.",
-                },
-                "limit": {
-                    "type": "integer",
-                    "description": "With offset: how many characters to return.",
-                },
+                "handle": {"type": "string"},
+                "start": {"type": "integer"},
+                "end": {"type": "integer"},
+                "pattern": {"type": "string"},
+                "offset": {"type": "integer"},
+                "limit": {"type": "integer"},
             },
             "required": ["handle"],
         },

@@ -23,7 +23,10 @@ from ctxmw.messages._memo import memoised
 from ctxmw.messages.numbering import numbering
 from ctxmw.messages.shorten import shorten
 
-__all__ = ["outline"]
+__all__ = ["HANDLE_MARK", "outline"]
+
+HANDLE_MARK = "ctxmw_expand handle "
+"""What precedes the read-back handle in a compacted result's header."""
 
 _ERROR = re.compile(r"error|exception|traceback|failed|failure|fatal|panic|warning", re.I)
 _DEFINES = re.compile(
@@ -69,7 +72,7 @@ def _outline(text: str, limit: int, handle: str | None) -> str | None:
         numbers = numbering(lines).numbers
         header = (
             f"[compacted: {len(keep)} of {len(lines)} lines shown, {len(text)} chars; "
-            f"ctxmw_expand handle {handle}]"
+            f"{HANDLE_MARK}{handle}]"
         )
         body = _with_gaps(lines, keep, numbers)
     out = "\n".join([header, *body])
@@ -82,7 +85,7 @@ def _by_chars(text: str, limit: int, handle: str) -> str:
     keep = max(limit - len(_GAP), 0)
     head, tail = (keep + 1) // 2, keep // 2
     body = text[:head] + _GAP + (text[len(text) - tail :] if tail else "")
-    header = f"[compacted: head and tail of {len(text)} chars; ctxmw_expand handle {handle}]"
+    header = f"[compacted: head and tail of {len(text)} chars; {HANDLE_MARK}{handle}]"
     out = f"{header}\n{body}"
     return out if len(out) < len(text) else text
 

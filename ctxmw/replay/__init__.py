@@ -29,10 +29,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxmw.context.readback import READBACK_TOOL
+from ctxmw.context.readback import READBACK_TOOL, handles_in
+from ctxmw.context.survival import message_text
 from ctxmw.context.tokens import input_window
 from ctxmw.errors import UsageError
 from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.messages.form import role_of
 from ctxmw.messages.pairs import unique_call_ids
 from ctxmw.replay.caching import (
     CACHING_MODELS,
@@ -57,7 +59,7 @@ from ctxmw.replay.prompts import (
     resolve_list,
     session_prompts,
 )
-from ctxmw.replay.readbacks import Readback, head_message, readback_round
+from ctxmw.replay.readbacks import Readback, head_message, readback_rounds
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import NamedStrategy, apply_strategies, reads_back
@@ -156,7 +158,7 @@ async def replay(
     run.references = [ReferenceIndex(messages) for messages in named.values()]
     run.progress = _Progress(progress, len(lists) * len(named) + (len(named) if optimal else 0))
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    optima = [run.optimum(messages) for messages in named.values()] if optimal else []
+    optima = [run.optimum(t, m) for t, m in enumerate(named.values())] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
@@ -183,7 +185,7 @@ class _Run:
                 self.progress.step(f"{name}: {path} ({len(call_points(messages))} calls)")
         return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
 
-    def optimum(self, messages: Messages) -> Optimum:
+    def optimum(self, t: int, messages: Messages) -> Optimum:
         """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
         best = optimal_schedule(
             messages,
@@ -195,6 +197,7 @@ class _Run:
             window=self.window,
             minimum=breakpoint_minimum(self.model),
             tools=self._tools_of(["shorten_tools_economic"]),
+            references=self.references[t],
         )
         if self.progress is not None:
             self.progress.step(f"optimum: {len(call_points(messages))} calls")
@@ -216,17 +219,22 @@ class _Run:
         tools: Sequence[Mapping[str, Any]] | None,
     ) -> Retention:
         pricing = _Pricing(self, PrefixTracker(self.counter), PrefixTracker(self.counter), tools)
-        previous = 0
+        previous, since = 0, 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
         references = self.references[t]
         async for point, prompt, ctx in session_prompts(messages, chain, self.settings, self.model):
             r, splits, cost = await pricing.call(prompt, ctx)
             loss = references.measure(point, prompt)
-            extra = readback_round(messages, point, loss.lost, self.settings.readback_max_chars)
-            readback = await pricing.readback(prompt, extra, ctx) if extra else None
+            pointed = [item.pointed for item in loss.lost if item.recoverable]
+            new = [i for i in range(since, point) if role_of(messages[i]) == "tool"]
+            shown = _shown(messages, prompt, [*pointed, *new])
+            fresh = [i for i in new if i in shown and handles_in(message_text(shown[i]))]
+            chars = self.settings.readback_max_chars
+            rounds = readback_rounds(messages, point, loss.lost, shown, chars, fresh)
+            readback = await pricing.readback(prompt, rounds, ctx) if rounds else None
             shape = (r.prompt_tokens, r.prefix_tokens, previous, r.broke)
             out.append(CallFigures(t, point, *shape, splits, cost, loss, readback))
-            previous = body_tokens(r)
+            previous, since = body_tokens(r), point
             last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()
 
@@ -259,14 +267,42 @@ class _Pricing:
         cost = {key: run.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
         return r, splits, cost
 
-    async def readback(self, prompt: Messages, extra: Messages, ctx: StrategyContext) -> Readback:
-        """The read-back call after ``prompt``: priced against it (which it extends), and not
-        remembered: the next call point reads what ``prompt``'s call cached."""
-        r, splits, cost = await self.call([*prompt, *extra], ctx, remember=False)
+    async def readback(
+        self, prompt: Messages, rounds: Sequence[Messages], ctx: StrategyContext
+    ) -> Readback:
+        """The read-back calls after ``prompt``'s, each priced against the one before it (which
+        it extends); the next call point is measured against ``prompt``, whose call cached it."""
         run = self.run
-        out = run.counter.message_tokens(run.model, extra[0])
-        cost = {key: value + out * run.prices.output for key, value in cost.items()}
-        return Readback(r.prompt_tokens, out, splits, cost)
+        fork = _Pricing(run, PrefixTracker(run.counter), PrefixTracker(run.counter), self.tools)
+        await fork.call(prompt, ctx)  # what the provider holds after the point's own call
+        sent = list(prompt)
+        cost = dict.fromkeys(CACHING_MODELS, 0.0)
+        reads = dict.fromkeys(CACHING_MODELS, 0)
+        writes = dict.fromkeys(CACHING_MODELS, 0)
+        output = 0
+        for extra in rounds:
+            sent += extra
+            r, splits, priced = await fork.call(sent, ctx)
+            out = run.counter.message_tokens(run.model, extra[0])
+            output += out
+            for key in CACHING_MODELS:
+                cost[key] += priced[key] + out * run.prices.output
+                reads[key] += splits[key].reads
+                writes[key] += splits[key].writes
+        summed = {key: Split(reads[key], writes[key]) for key in CACHING_MODELS}
+        return Readback(len(rounds), r.prompt_tokens, output, summed, cost)
+
+
+def _shown(messages: Messages, prompt: Messages, originals: Sequence[int]) -> dict[int, Any]:
+    """What ``prompt`` shows of each of the ``originals`` (tool results) it changed, by index."""
+    wanted = {str(messages[i].get("tool_call_id")): i for i in originals}
+    return {
+        wanted[str(m.get("tool_call_id"))]: m
+        for m in prompt
+        if m.get("role") == "tool"
+        and str(m.get("tool_call_id")) in wanted
+        and m is not messages[wanted[str(m.get("tool_call_id"))]]
+    }
 
 
 @dataclasses.dataclass(slots=True)

@@ -171,7 +171,7 @@ class StrategyFigures:
     @property
     def readback_calls(self) -> int:
         """Extra calls paid to read back what a next action needed only behind a handle."""
-        return sum(1 for c in self.calls if c.readback is not None)
+        return sum(c.readback.calls for c in self.calls if c.readback is not None)
 
     @property
     def references(self) -> int:

@@ -3,13 +3,14 @@
 **Read-backs.** At a call point whose recorded next action uses a reference that the prompt
 shows only behind a read-back handle (:mod:`ctxmw.replay.loss`: *recoverable*), the model must
 first call ``ctxmw_expand`` and be called again. Replay prices that as one more call at that
-point: the same prompt, which the first call has just cached, plus the read-back's call and its
-answer as new input, and the read-back call's own output tokens. The round is ephemeral, as
-ctxmw sends it: later prompts do not carry it.
+point per round of read-back: the same prompt, which the call before has just cached, plus the
+read-back's call and its answer as new input, and the read-back call's own output tokens. The
+rounds are ephemeral, as ctxmw sends them: later prompts do not carry them.
 
-What the model reads (:func:`readback_round`): per original, the lines holding the references
-it needs and :data:`CONTEXT` lines around them, at most ``readback_max_chars`` characters,
-answered exactly as :func:`ctxmw.context.readback.read_back` answers a real call.
+What the model reads (:func:`readback_rounds`): what each handle's header tells it to, page by
+page (``readback_max_chars``), until it has what its next action needs, answered exactly as
+:func:`ctxmw.context.readback.read_back` answers a real call. A long gap, or a preview that
+stops far before what is needed, takes several calls.
 
 **The head** (:func:`head_message`): real agents send a system prompt and tool definitions of
 15-20k tokens on every call (Claude Code does); the recorded transcripts lack them. Replay's
@@ -20,7 +21,8 @@ ratios are taken over what a real agent pays.
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
+import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,70 +34,126 @@ from ctxmw.replay.loss import Lost
 from ctxmw.telemetry.counters import TokenCounter
 from ctxmw.types import Message
 
-__all__ = ["CONTEXT", "Readback", "head_message", "readback_round"]
+__all__ = ["Readback", "head_message", "readback_rounds"]
 
-CONTEXT = 20
-"""Lines read around the lines a read-back needs, before the first and after the last."""
+_OFFSET = re.compile(r'"offset": (\d+)')
+_GAP = re.compile(r"^… lines? (\d+)(?:-(\d+))?$", re.MULTILINE)
+_MORE = re.compile(r"more from start=(\d+)")
 
 
 @dataclass(frozen=True, slots=True)
 class Readback:
-    """The extra call one call point paid to read back what its next action needed.
+    """The extra calls one call point paid to read back what its next action needed.
 
     Attributes:
-        prompt_tokens: tokens of that call's prompt (the point's prompt and the read-back).
-        output_tokens: tokens of the read-back call the model wrote.
-        splits: cache reads and writes per caching model.
+        calls: how many (one per round: a round reads several handles at once, a long gap
+            takes several rounds, a page each).
+        prompt_tokens: tokens of the last one's prompt (the point's prompt and the read-backs).
+        output_tokens: tokens of the read-back calls the model wrote.
+        splits: cache reads and writes per caching model, summed over the calls.
         cost: USD per caching model, the output tokens included.
     """
 
+    calls: int
     prompt_tokens: int
     output_tokens: int
     splits: dict[str, Split]
     cost: dict[str, float]
 
 
-def readback_round(
-    messages: Sequence[Any], point: int, lost: Sequence[Lost], max_chars: int
-) -> list[Message]:
-    """The read-back the model makes at ``point``: one ``ctxmw_expand`` call per original that
-    holds a recoverable reference, and their answers (empty when nothing is recoverable)."""
-    wanted: dict[int, list[str]] = {}
+def readback_rounds(
+    messages: Sequence[Any],
+    point: int,
+    lost: Sequence[Lost],
+    shown: Mapping[int, Any],
+    max_chars: int,
+    fresh: Sequence[int] = (),
+) -> list[list[Message]]:
+    """The read-back rounds the model makes at ``point``, each one call and its answers.
+
+    The model follows what each handle's header says: a compacted result's gap lines name the
+    lines they omit, so it reads the gap holding what it needs, a page (``max_chars``) per
+    round, from the gap's first line; an offload preview names the offset where it stops, so
+    it reads pages of characters from there. Handles are read side by side, one page of each
+    per round. A result the model asked for and was shown only as a preview when it arrived
+    (``fresh``) is read back at once, a page from where the preview stops, whether or not
+    its next action quotes it: the model has not seen what it asked for.
+
+    Args:
+        messages: the transcript.
+        point: the call point.
+        lost: its lost references (:meth:`~ctxmw.replay.loss.ReferenceIndex.measure`); the
+            recoverable ones are read back.
+        shown: what the prompt shows of each original a handle points to, by its index.
+        max_chars: the largest answer (``readback_max_chars``).
+        fresh: the results new at this point that the prompt shows only as a preview.
+    """
+    wanted: dict[int, list[str]] = {i: [] for i in fresh}
     for item in lost:
         if item.recoverable:
             wanted.setdefault(item.pointed, []).append(item.text)
-    calls: list[dict[str, Any]] = []
-    answers: list[Message] = []
-    for k, (j, texts) in enumerate(sorted(wanted.items())):
+    threads: list[list[tuple[str, dict[str, Any]]]] = []
+    for j, texts in sorted(wanted.items()):
         content = str(messages[j]["content"])
         handle = handle_for(str(messages[j].get("tool_call_id")), content)
-        args = {"handle": handle, **_lines_around(content, texts)}
-        call_id = f"ctxmw-readback-{point}-{k}"
-        calls.append(
-            {
-                "id": call_id,
-                "type": "function",
-                "function": {"name": READBACK_TOOL_NAME, "arguments": json.dumps(args)},
-            }
-        )
-        answer = read_back(content, handle, args, max_chars)
+        form = shown.get(j)
+        header = str(form.get("content", "")) if isinstance(form, Mapping) else ""
+        for pages in _pages(content, handle, header, texts, max_chars):
+            threads.append([(content, {"handle": handle, **page}) for page in pages])
+    return [
+        _round(point, r, [t[r] for t in threads if r < len(t)], max_chars)
+        for r in range(max((len(t) for t in threads), default=0))
+    ]
+
+
+def _round(
+    point: int, r: int, reads: Sequence[tuple[str, dict[str, Any]]], max_chars: int
+) -> list[Message]:
+    calls: list[dict[str, Any]] = []
+    answers: list[Message] = []
+    for k, (content, args) in enumerate(reads):
+        call_id = f"ctxmw-readback-{point}-{r}-{k}"
+        function = {"name": READBACK_TOOL_NAME, "arguments": json.dumps(args)}
+        calls.append({"id": call_id, "type": "function", "function": function})
+        answer = read_back(content, args["handle"], args, max_chars)
         answers.append({"role": "tool", "tool_call_id": call_id, "content": answer})
-    if not calls:
-        return []
     return [{"role": "assistant", "content": None, "tool_calls": calls}, *answers]
 
 
-def _lines_around(content: str, texts: Sequence[str]) -> dict[str, int]:
-    """``start`` and ``end`` (as the result numbers its lines) around the lines holding
-    ``texts``; the whole result when no single line holds one (a string across lines)."""
+def _pages(
+    content: str, handle: str, header: str, texts: Sequence[str], max_chars: int
+) -> list[list[dict[str, int]]]:
+    """The reads of one original: a list of threads, each the pages read one after another."""
+    offset = _OFFSET.search(header.split("\n", 1)[0])
     lines = content.splitlines()
-    rows = [i for i, line in enumerate(lines) if any(text in line for text in texts)]
     numbers = numbering(lines).numbers
-    if not rows or not numbers:
-        return {"start": 1, "end": -1}
-    first = max(min(rows) - CONTEXT, 0)
-    last = min(max(rows) + CONTEXT, len(lines) - 1)
-    return {"start": numbers[first], "end": numbers[last]}
+    firsts = (next((i for i, line in enumerate(lines) if t in line), None) for t in texts)
+    rows = sorted({i for i in firsts if i is not None})
+    gaps = [(int(a), int(b or a)) for a, b in _GAP.findall(header)]
+    if offset is not None or not rows or not gaps:
+        start = int(offset.group(1)) if offset is not None else 0
+        end = max((content.find(t) + len(t) for t in texts if t in content), default=start + 1)
+        return [[{"offset": o, "limit": max_chars} for o in range(start, end, max_chars)]]
+    threads = []
+    for a, b in gaps:
+        needed = [numbers[i] for i in rows if a <= numbers[i] <= b]
+        if needed:
+            threads.append(_gap_pages(content, handle, a, b, max(needed), max_chars))
+    return threads or [[{"start": numbers[rows[0]], "end": numbers[rows[0]]}]]
+
+
+def _gap_pages(
+    content: str, handle: str, a: int, b: int, last: int, max_chars: int
+) -> list[dict[str, int]]:
+    """Pages of lines ``a``..``b`` from ``a`` until one holds line ``last``."""
+    pages = []
+    start = a
+    while True:
+        pages.append({"start": start, "end": b})
+        more = _MORE.search(read_back(content, handle, pages[-1], max_chars).split("\n", 1)[0])
+        if more is None or int(more.group(1)) > last:
+            return pages
+        start = int(more.group(1))
 
 
 def head_message(tokens: int, counter: TokenCounter, model: str) -> Message:

@@ -38,9 +38,13 @@ from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._lines import check_head
 from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
+<<<<<<< HEAD
 from ctxmw.runtime._paths import check_save_file
+=======
+from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
+>>>>>>> main
 from ctxmw.runtime.lock import SaveFileLock
-from ctxmw.runtime.revisions import Plan, plan_history
+from ctxmw.runtime.revisions import Edit, Plan, plan_history
 from ctxmw.runtime.transcript import TranscriptFile, encode_lines
 from ctxmw.runtime.turn import Turn
 from ctxmw.strategies.inbox import list_for_delivery
@@ -53,6 +57,9 @@ __all__ = ["Listing", "Record", "flush_ledger"]
 
 Listing = tuple[Path, list[FileEntry]]
 """The inbox folder of a save_file and its entries, for the ``inbox`` strategy."""
+
+_Unsaved = tuple[Messages, Edit | None, list[bool], list[tuple[int, Readbacks]]]
+"""One commit's messages, its edit, their tool-loop marks and its read-back blocks."""
 
 
 class Record:
@@ -69,6 +76,8 @@ class Record:
         loaded: the file has been read.
         unsaved: rounds kept in memory whose write failed, written by the next commit.
         last: the last stateful turn's working list and the ``messages`` it grew beside.
+        splices: the read-backs kept beside the caller's calls of replies in ``messages``, by
+            their call ids (see :mod:`ctxmw.runtime._splices`).
     """
 
     def __init__(self, path: Path | None) -> None:
@@ -79,8 +88,9 @@ class Record:
         self.hint: Sequence[Message] = ()
         self.keys: dict[int, tuple[Any, str]] = {}
         self.loaded = False
-        self.unsaved: Sequence[tuple[Messages, Any, list[bool]]] = ()
+        self.unsaved: Sequence[_Unsaved] = ()
         self.last: tuple[Messages, Messages] | None = None
+        self.splices: dict[Key, Splice] = {}
 
     @property
     def exact(self) -> bool:
@@ -112,6 +122,7 @@ class Record:
             return
         self.messages = await self.file.load()
         self.ours = list(self.file.ours)
+        self.splices = dict(self.file.splices)
         self.hint, self.keys = (), {}
         if self.unsaved:
             logger.warning(
@@ -124,16 +135,20 @@ class Record:
 
     def apply(self, turn: Turn) -> None:
         """Take what the turn added into memory first (kept if the write then fails)."""
-        new, edit = turn.take_unwritten(), turn.take_edit()
+        new, edit, blocks = turn.take_unwritten(), turn.take_edit(), turn.take_blocks()
         ours = turn.ours_flags(new)
         if edit is not None:
             self.messages, self.ours = edit.apply(self.messages, self.ours)
+            self.splices = live_splices(self.splices, self.messages)
         self.messages.extend(new)
         self.ours.extend(ours)
+        for _, block in blocks:
+            if block.splice is not None:
+                self.splices[block.splice.key] = block.splice
         if turn.hint is not None:  # the caller's messages now line up with the record's
             self.hint, turn.hint = turn.hint, None
-        if self.file is not None and (new or edit is not None):
-            self.unsaved = [*self.unsaved, (new, edit, ours)]
+        if self.file is not None and (new or edit is not None or blocks):
+            self.unsaved = [*self.unsaved, (new, edit, ours, blocks)]
 
     async def write_out(
         self,
@@ -148,7 +163,7 @@ class Record:
         the inbox notes settled, then the lock given back (``last``) or the inbox listed for
         the next round (``lists``). No trip when there is nothing to do."""
         file = self.file
-        data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self.unsaved)
+        data = b"".join(encode_lines(m, edit=e, ours=o, blocks=b) for m, e, o, b in self.unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
         lists = file is not None and lists and not last
         if data or notes.held or lock is not None or lists or ledger is not None:

@@ -44,6 +44,7 @@ from typing import Any
 from ctxmw.context.tokens import CHARS_PER_TOKEN
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
+from ctxmw.runtime._splices import live_splices
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message
 
@@ -89,13 +90,24 @@ class Conversation:
         return self.memo
 
     def end(self, *, exact: bool) -> None:
+<<<<<<< HEAD
         """A call ended: its record stays when ``exact`` (the call succeeded) and the record is
         the file exactly, or when a write failed (memory holds the rounds the file lacks, and
         the next call writes them); otherwise the next call reads the file again."""
         if self.record.unsaved:
             return
+=======
+        """A call ended: its record stays only when ``exact`` (the call succeeded) and the
+        record is the file exactly; otherwise the next call reads the file again. Without a
+        file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
+>>>>>>> main
         if not (exact and self.record.exact):
-            self.record = Record(self.record.path)
+            record, self.record = self.record, Record(self.record.path)
+            if record.file is None:  # no file to read them back from: they stay in memory
+                splices = record.splices
+                # A call that succeeded committed the caller's whole history: the others are
+                # of replies it no longer holds.
+                self.record.splices = live_splices(splices, record.messages) if exact else splices
 
     @property
     def held_bytes(self) -> int:
@@ -105,6 +117,8 @@ class Conversation:
             held += self.recorder.held_tokens * CHARS_PER_TOKEN
         if self.record.file is not None:
             held += self.record.file.size
+        else:  # in the file when there is one
+            held += sum(splice.size for splice in self.record.splices.values())
         return held
 
 

@@ -44,8 +44,10 @@ from ctxmw.messages.form import message_dict, response_message
 from ctxmw.runtime._kept import keep, repeated
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime._open_round import set_aside_unanswered
+from ctxmw.runtime._readback import check_tool_names
 from ctxmw.runtime._record import Record, flush_ledger
 from ctxmw.runtime._rounds import ToolLoop
+from ctxmw.runtime._splices import Key, Splice
 from ctxmw.runtime.conversations import Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
@@ -86,7 +88,7 @@ class Session(ToolLoop):
         session: the telemetry session id (default: the save_file path, else a random id).
         offload: True (or a strategy list naming ``offload``): large tool results are sent as
             a preview and a handle, the originals kept beside the save_file (else in memory),
-            and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
+            and ctxmw answers the model's ``ctxmw_expand`` calls itself; or pass your own
             :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
         clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
             strategies see the time since the previous call); default ``time.time``.
@@ -117,13 +119,9 @@ class Session(ToolLoop):
         self.model = model
         self.settings = resolve_settings(settings, strategy_options)
         self.tools = ToolSet.build(tools)
+        chain = resolve_strategies(prompt_strategies, self.settings)
         self.strategies, self.offload_store = wire_offload(
-            offload,
-            resolve_strategies(prompt_strategies, self.settings),
-            self.tools,
-            save_file,
-            self.settings,
-            lambda: self._memo,
+            offload, chain, save_file, lambda: self._memo
         )
         self.max_rounds = check_rounds(max_rounds, self.settings.max_rounds)
         self.on_call = list(on_call)
@@ -135,6 +133,7 @@ class Session(ToolLoop):
         self._conversation = Conversation(record=Record(path))
         self._lists_inbox = save_file is not None and any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
+        check_tool_names(self.tools.declared | set(self.tools.executable), self._reads_back)
         self._pending: Sequence[Message] = ()
         self._unsent: Sequence[Message] = ()  # a failed turn's input that no round committed
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
@@ -170,6 +169,10 @@ class Session(ToolLoop):
     @property
     def _memo(self) -> dict[str, Any]:  # the strategies' per-session scratch (ctx.memo)
         return self._conversation.memo
+
+    @property
+    def _record_splices(self) -> Mapping[Key, Splice]:  # read-backs kept beside caller calls
+        return self._record.splices
 
     @property
     def save_file(self) -> Path | None:
@@ -212,7 +215,7 @@ class Session(ToolLoop):
     def _without_memory_offload(self) -> None:
         """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
         self.strategies, self.offload_store = unwire_memory_offload(
-            self.strategies, self.tools, self.offload_store
+            self.strategies, self.offload_store
         )
         self._chain = tuple(name for name, _ in self.strategies)
 
@@ -321,10 +324,7 @@ class Session(ToolLoop):
         saved = False
 
         async def complete(chunks: list[Any]) -> None:
-            nonlocal saved
-            call = turn.stream_call
-            if call is not None:
-                await self._record_call(call, chunks, time.perf_counter() - call.started, stream)
+            nonlocal saved  # each provider stream was recorded when it ended
             built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])

@@ -39,8 +39,21 @@ from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import SaveFileWriteError
 from ctxmw.runtime._lines import complete_lines, parse
 from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
+<<<<<<< HEAD
 from ctxmw.runtime._paths import check_save_file
 from ctxmw.runtime.revisions import Edit, Revisions, loop_record, replay
+=======
+from ctxmw.runtime._splices import Key, Readbacks, Splice
+from ctxmw.runtime.revisions import (
+    Edit,
+    Revisions,
+    is_record,
+    loop_record,
+    readback_record,
+    record_span,
+    replay,
+)
+>>>>>>> main
 from ctxmw.types import Message, Messages
 
 __all__ = ["TranscriptFile", "dump_line", "encode_lines"]
@@ -60,11 +73,17 @@ def dump_line(message: Message) -> bytes:
 
 
 def encode_lines(
-    messages: Sequence[Message], *, edit: Edit | None = None, ours: Sequence[bool] = ()
+    messages: Sequence[Message],
+    *,
+    edit: Edit | None = None,
+    ours: Sequence[bool] = (),
+    blocks: Sequence[tuple[int, Readbacks]] = (),
 ) -> bytes:
     """The bytes of one write: an edit record and its messages, then ``messages``.
 
-    Consecutive messages flagged in ``ours`` are preceded by a ``tool_loop`` record.
+    Consecutive messages flagged in ``ours`` are preceded by a ``tool_loop`` record; each of
+    ``blocks`` (a position in ``messages`` and one reply's read-back lines) is written, behind
+    its ``readback`` record, before the message at that position.
     """
     lines: list[bytes] = []
     if edit is not None:
@@ -72,11 +91,18 @@ def encode_lines(
         lines.append(dump_line(edit.record(sum(map(len, inserted)))))
         lines.extend(inserted)
     flags = list(ours) + [False] * (len(messages) - len(ours))
+    at = sorted({pos for pos, _ in blocks})
     i = 0
-    while i < len(messages):
+    while i <= len(messages):
+        for pos, block in blocks:
+            if pos == i:
+                lines.append(dump_line(readback_record(block)))
+                lines.extend(dump_line(m) for m in block.lines)
+        if i == len(messages):
+            break
         j = i + 1
         if flags[i]:
-            while j < len(messages) and flags[j]:
+            while j < len(messages) and flags[j] and j not in at:
                 j += 1
         block = [dump_line(m) for m in messages[i:j]]
         if flags[i]:
@@ -103,6 +129,8 @@ class TranscriptFile:
         )
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
+        self.splices: dict[Key, Splice] = {}
+        """As last loaded: the read-backs kept beside replies of the current revision."""
 
     @property
     def size(self) -> int:
@@ -152,6 +180,7 @@ class TranscriptFile:
             data = self.path.read_bytes()
         except FileNotFoundError:
             self._good, self._seen, self.ours, self._aside = 0, None, [], None
+            self.splices = {}
             return Revisions(keep_earlier)
         except OSError:
             check_save_file(self.path)  # a folder, or a path through a file: said so
@@ -171,6 +200,7 @@ class TranscriptFile:
         self._good = ends[keep - 1] if keep else 0
         self._seen = _identity(self.path)
         self.ours = list(revisions.ours)
+        self.splices = dict(revisions.splices)
         return revisions
 
     def changed_now(self) -> bool:
@@ -227,6 +257,29 @@ def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None
     return edit
 
 
+<<<<<<< HEAD
+=======
+def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
+    """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
+    or read-backs only calls and results (ctxmw marks nothing else)."""
+    if any(is_record(m) for m in block):
+        return False
+    if record.get("ctxmw") not in ("tool_loop", "readback"):
+        return True
+    return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
+
+
+def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscriptError:
+    return InvalidTranscriptError(
+        f"line {number} of {str(path)!r} is a record announcing {span} message line(s) that "
+        "cannot be its own: the file is damaged before its end (only the last write can be cut "
+        "short). Nothing was cut. Repair that line (the line format is in docs/sessions.md) or "
+        "move the file aside; ctxmw never truncates complete lines.",
+        index,
+    )
+
+
+>>>>>>> main
 def _owner_only(path: str, flags: int) -> int:
     """``open``'s opener: a new file is ``0o600`` whatever the umask."""
     fd = os.open(path, flags, 0o600)

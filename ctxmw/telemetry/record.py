@@ -79,6 +79,9 @@ class CallRecord:
             the payload carried none.
         prompt_cache_key: the ``prompt_cache_key`` the call sent (None when none was sent).
         alerts: the alert rules this call made fire (see :mod:`ctxmw.telemetry.alerts`).
+        readback: ctxmw made this call itself, to go on past a reply that only read back
+            (``ctxmw_expand``): one more call at the same call point, its prompt the previous
+            call's plus that reply and the answers.
     """
 
     ts: str
@@ -111,6 +114,7 @@ class CallRecord:
     cache_marks: tuple[CacheMark, ...] | None = None
     prompt_cache_key: str | None = None
     alerts: tuple[Alert, ...] = ()
+    readback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
@@ -156,8 +160,9 @@ def ledger_path(save_file: str | os.PathLike[str]) -> Path:
 
 
 def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
-    """One INFO line: the call, reported against expected cache reads, the session's hit rate so
-    far and the bust if any; then one WARNING line per alert the call fired.
+    """One INFO line: the call (``readback`` after its number when ctxmw made it past a reply
+    that only read back), reported against expected cache reads, the session's hit rate so far
+    and the bust if any; then one WARNING line per alert the call fired.
 
     ``~`` after the prompt marks token figures the provider did not report (a local count:
     no usage, or a ``mock_response``'s made-up one); ``read=null``: no cache reads reported.
@@ -174,7 +179,8 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d prefix_local=%d "
         "hit=%s so far rule=%s%s",
         record.call,
-        f" round {record.round}" if record.round else "",
+        (f" round {record.round}" if record.round else "")
+        + (" readback" if record.readback else ""),
         record.session,
         record.model,
         record.prompt_tokens,

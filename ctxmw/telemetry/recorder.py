@@ -165,6 +165,7 @@ class CallRecorder:
         round: int = 0,
         stream: object | None = None,
         kind: str = "agent",
+        readback: bool = False,
         hold_ledger: bool = False,
     ) -> CallRecord:
         """Measure one finished call, deliver the record to every sink, and return it.
@@ -182,6 +183,7 @@ class CallRecorder:
             stream: the consumed litellm stream object, for streamed calls.
             kind: ``"agent"``, or ``"summary"`` for a strategy's own call: measured against
                 the previous agent call, it is not what the next agent call is measured against.
+            readback: ctxmw's call past a reply that only read back; measured as a summary is.
             hold_ledger: build the ledger line but leave it for :meth:`take_held` (a
                 caller that writes it in a worker-thread trip of its own) instead of a trip here.
         """
@@ -196,7 +198,7 @@ class CallRecorder:
                 latency_s,
                 round,
                 stream,
-                kind,
+                (kind, readback),
             )
         _log_record(self.logger, record, self.hit_rate)
         if self.hooks or self._otel:
@@ -257,7 +259,7 @@ class CallRecorder:
         latency_s: float,
         round: int,
         stream: object | None,
-        kind: str = "agent",
+        kinds: tuple[str, bool] = ("agent", False),
     ) -> tuple[CallRecord, bytes]:
         """The call's record and its ledger line (empty without a ledger).
 
@@ -270,7 +272,7 @@ class CallRecorder:
         messages, tools = _as_list(kw.get("messages")), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
-        side = kind != "agent"
+        side = kinds != ("agent", False)  # a summary, a read-back: against the last agent call
         shape = PendingShape(
             self._digests, self._tracker.tools_digest(tools), transcript, trace, side=side
         )
@@ -282,7 +284,7 @@ class CallRecorder:
         if not side:
             self._shape = shape
         facts = CallFacts(
-            self.session, self._calls, round, model, provider, rule, kind, latency_s, key
+            self.session, self._calls, round, model, provider, rule, *kinds, latency_s, key
         )
         record = call_record(
             facts,
