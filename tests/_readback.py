@@ -85,7 +85,7 @@ def file_lines(path: Path) -> list[dict[str, Any]]:
 
 
 def ledger(save_file: Path) -> list[dict[str, Any]]:
-    return file_lines(save_file.with_name(f"{save_file.stem}.ledger.jsonl"))
+    return file_lines(save_file.with_name(f"{save_file.name}.ledger.jsonl"))
 
 
 def caller_copy(response: Any) -> dict[str, Any]:

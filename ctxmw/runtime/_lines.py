@@ -6,11 +6,12 @@ nothing is ever cut for it. Telling the two apart:
 
 * a last line without its newline, or that is not JSON, is a torn line (ignored, cut before the
   next append);
-* a record (``edit``, ``tool_loop``) announces its message lines twice: their count (in its ops,
-  or ``count``) and their size in bytes (``bytes``). Its lines are cut off by a torn write only
-  when fewer bytes than announced follow it; when as many follow but not the lines it counts, one
-  of the two was damaged. A record of an earlier version has no ``bytes``: its lines are taken
-  for cut off only when the file's last line is torn too (a crash cut the write mid-line);
+* a record (``edit``, ``tool_loop``, ``readback``) announces its message lines twice: their
+  count (in its ops, or ``count``) and their size in bytes (``bytes``). Its lines are cut off by a
+  torn write only when fewer bytes than announced follow it; when as many follow but not the
+  lines it counts, one of the two was damaged. A record of an earlier version has no ``bytes``:
+  its lines are taken for cut off only when the file's last line is torn too (a crash cut the
+  write mid-line);
 * a record whose lines cannot be its own (a record among them; for a tool round, anything but
   calls and results) is damage wherever it is.
 
@@ -192,10 +193,10 @@ def _size_fits(parsed: Lines, n: int, span: int) -> bool:
 
 def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
     """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
-    only calls and results (ctxmw's loop marks nothing else)."""
+    or read-backs only calls and results (ctxmw marks nothing else)."""
     if any(is_record(m) for m in block):
         return False
-    if record.get("ctxmw") != "tool_loop":
+    if record.get("ctxmw") not in ("tool_loop", "readback"):
         return True
     return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
 

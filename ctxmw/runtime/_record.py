@@ -38,11 +38,8 @@ from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._lines import check_head
 from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
-<<<<<<< HEAD
 from ctxmw.runtime._paths import check_save_file
-=======
 from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
->>>>>>> main
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Edit, Plan, plan_history
 from ctxmw.runtime.transcript import TranscriptFile, encode_lines

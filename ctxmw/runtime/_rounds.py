@@ -26,13 +26,9 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw._litellm import CompletionFn, default_completion
-<<<<<<< HEAD
-from ctxmw.errors import MaxRoundsExceeded, SaveFileWriteError
-=======
 from ctxmw.context.offload import ResultStore
 from ctxmw.context.readback import answer
-from ctxmw.errors import MaxRoundsExceeded
->>>>>>> main
+from ctxmw.errors import MaxRoundsExceeded, SaveFileWriteError
 from ctxmw.history import history_of
 from ctxmw.messages.form import call_name, response_message, tool_calls_of
 from ctxmw.runtime._notes import HeldNotes

@@ -90,17 +90,12 @@ class Conversation:
         return self.memo
 
     def end(self, *, exact: bool) -> None:
-<<<<<<< HEAD
         """A call ended: its record stays when ``exact`` (the call succeeded) and the record is
         the file exactly, or when a write failed (memory holds the rounds the file lacks, and
-        the next call writes them); otherwise the next call reads the file again."""
+        the next call writes them); otherwise the next call reads the file again. Without a
+        file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
         if self.record.unsaved:
             return
-=======
-        """A call ended: its record stays only when ``exact`` (the call succeeded) and the
-        record is the file exactly; otherwise the next call reads the file again. Without a
-        file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
->>>>>>> main
         if not (exact and self.record.exact):
             record, self.record = self.record, Record(self.record.path)
             if record.file is None:  # no file to read them back from: they stay in memory

@@ -19,8 +19,8 @@ key and no ``"role"``) say more:
   later prompt holding that reply carries the read-backs again (see
   :mod:`ctxmw.runtime._splices`).
 
-Both carry ``"bytes"``: the size of the message lines they announce, a second account that tells
-a damaged count from a write cut short (records of earlier versions have none).
+Every record carries ``"bytes"``: the size of the message lines it announces, a second account
+that tells a damaged count from a write cut short (records of earlier versions have none).
 
 A file whose history only grew is plain messages, one per line, as before revisions existed.
 
@@ -81,11 +81,14 @@ def loop_record(count: int, size: int | None = None) -> dict[str, Any]:
     return record
 
 
-def readback_record(block: Readbacks) -> dict[str, Any]:
-    """The record that announces one reply's read-back lines (see the module docstring)."""
+def readback_record(block: Readbacks, size: int | None = None) -> dict[str, Any]:
+    """The record that announces one reply's read-back lines (``size`` bytes; see the module
+    docstring)."""
     record: dict[str, Any] = {RECORD_KEY: "readback", "count": len(block.lines)}
     if block.splice is not None:
         record["splice"] = True
+    if size is not None:
+        record[BYTES_KEY] = size
     return record
 
 

@@ -39,21 +39,9 @@ from ctxmw._files import fsync_dir, private_dirs, write_all
 from ctxmw.errors import SaveFileWriteError
 from ctxmw.runtime._lines import complete_lines, parse
 from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
-<<<<<<< HEAD
 from ctxmw.runtime._paths import check_save_file
-from ctxmw.runtime.revisions import Edit, Revisions, loop_record, replay
-=======
 from ctxmw.runtime._splices import Key, Readbacks, Splice
-from ctxmw.runtime.revisions import (
-    Edit,
-    Revisions,
-    is_record,
-    loop_record,
-    readback_record,
-    record_span,
-    replay,
-)
->>>>>>> main
+from ctxmw.runtime.revisions import Edit, Revisions, loop_record, readback_record, replay
 from ctxmw.types import Message, Messages
 
 __all__ = ["TranscriptFile", "dump_line", "encode_lines"]
@@ -94,10 +82,11 @@ def encode_lines(
     at = sorted({pos for pos, _ in blocks})
     i = 0
     while i <= len(messages):
-        for pos, block in blocks:
+        for pos, readbacks in blocks:
             if pos == i:
-                lines.append(dump_line(readback_record(block)))
-                lines.extend(dump_line(m) for m in block.lines)
+                read = [dump_line(m) for m in readbacks.lines]
+                lines.append(dump_line(readback_record(readbacks, sum(map(len, read)))))
+                lines.extend(read)
         if i == len(messages):
             break
         j = i + 1
@@ -257,29 +246,6 @@ def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None
     return edit
 
 
-<<<<<<< HEAD
-=======
-def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
-    """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
-    or read-backs only calls and results (ctxmw marks nothing else)."""
-    if any(is_record(m) for m in block):
-        return False
-    if record.get("ctxmw") not in ("tool_loop", "readback"):
-        return True
-    return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
-
-
-def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscriptError:
-    return InvalidTranscriptError(
-        f"line {number} of {str(path)!r} is a record announcing {span} message line(s) that "
-        "cannot be its own: the file is damaged before its end (only the last write can be cut "
-        "short). Nothing was cut. Repair that line (the line format is in docs/sessions.md) or "
-        "move the file aside; ctxmw never truncates complete lines.",
-        index,
-    )
-
-
->>>>>>> main
 def _owner_only(path: str, flags: int) -> int:
     """``open``'s opener: a new file is ``0o600`` whatever the umask."""
     fd = os.open(path, flags, 0o600)
