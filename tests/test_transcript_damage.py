@@ -15,8 +15,9 @@ import pytest
 
 import ctxmw
 from ctxmw.errors import InvalidSaveFileError, InvalidTranscriptError
+from ctxmw.runtime._splices import Readbacks
 from ctxmw.runtime.revisions import Edit
-from ctxmw.runtime.transcript import TranscriptFile, dump_line
+from ctxmw.runtime.transcript import TranscriptFile, dump_line, encode_lines
 from ctxmw.testing import FakeCompletion, text
 
 pytestmark = pytest.mark.anyio
@@ -176,3 +177,16 @@ async def test_a_torn_first_write_is_still_a_torn_tail(tmp_path: Path) -> None:
     path.write_bytes(b'{"role": "user", "cont')  # ctxmw's first write, cut short
     await ctxmw.acompletion(MODEL, [USER], save_file=path, completion=FakeCompletion(text("2")))
     assert [json.loads(x)["role"] for x in path.read_bytes().splitlines()] == ["user", "assistant"]
+
+
+def test_every_record_ctxmw_writes_states_the_size_of_its_lines() -> None:
+    edit = Edit(((1, 1, 1),), (ANSWER2,))
+    data = encode_lines(
+        [ASKS, RESULT, ANSWER], edit=edit, ours=[True, True], blocks=[(2, Readbacks((ASKS,)))]
+    )
+    lines = data.splitlines(keepends=True)
+    records = [(n, json.loads(line)) for n, line in enumerate(lines) if b'"ctxmw"' in line]
+    assert [r["ctxmw"] for _, r in records] == ["edit", "tool_loop", "readback"]
+    for n, record in records:
+        count = record.get("count", 1)  # the edit inserts one line
+        assert record["bytes"] == sum(map(len, lines[n + 1 : n + 1 + count]))
