@@ -2,8 +2,8 @@
 
 ``Session(offload=True)`` sends a tool result over ``offload_threshold`` tokens (2,000 by
 default) as a fixed preview plus a handle, keeps the original beside the save_file
-(``agent.offload/``), and answers the model's ``ctxmw_expand`` calls itself (by ``offset`` and
-``limit``, or by lines). A scripted model stands in for the real one. The second half shows a
+(``agent.jsonl.offload/``), and answers the model's ``ctxmw_expand`` calls itself (by ``offset``
+and ``limit``, or by lines). A scripted model stands in for the real one. The second half shows a
 stateless caller (``ctxmw.acompletion``, its own loop): ctxmw answers the read-back inside the
 call, and the caller only ever sees the final reply.
 

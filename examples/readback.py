@@ -77,7 +77,7 @@ async def main() -> None:
         "- the second one's prompt is the first's plus",
         [m["role"] for m in fake.calls[1]["messages"][len(fake.calls[0]["messages"]) :]],
     )
-    ledger = save_file.with_name("agent.ledger.jsonl").read_text().splitlines()
+    ledger = save_file.with_name("agent.jsonl.ledger.jsonl").read_text().splitlines()
     print("ledger, readback per call:", [json.loads(line)["readback"] for line in ledger])
 
     # The model reads back beside a call of the caller's own tool: the caller gets its own call

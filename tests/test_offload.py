@@ -133,7 +133,7 @@ def test_the_file_store_sits_beside_the_save_file_and_is_owner_only(tmp_path: Pa
     finally:
         os.umask(old)
     folder = store_dir(save_file)
-    assert folder == tmp_path / "runs" / "agent.offload"
+    assert folder == tmp_path / "runs" / "agent.jsonl.offload"
     files = list(folder.iterdir())
     assert [f.name for f in files] == [f"{handle_for('c0', BIG)}.json"]
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
@@ -154,9 +154,10 @@ def test_the_file_store_reads_back_and_keeps_the_first_record(tmp_path: Path) ->
     assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".")]  # no temp left
 
 
-def test_store_dir_replaces_only_the_last_extension() -> None:
-    assert store_dir("d/a.b.jsonl") == Path("d/a.b.offload")
+def test_store_dir_follows_the_whole_file_name() -> None:
+    assert store_dir("d/a.b.jsonl") == Path("d/a.b.jsonl.offload")
     assert store_dir("d/agent") == Path("d/agent.offload")
+    assert store_dir("d/agent.json") != store_dir("d/agent.jsonl")
 
 
 def expand_call(arguments: dict[str, Any] | str, id_: str = "x1") -> dict[str, Any]:

@@ -72,7 +72,8 @@ async def test_a_splice_whose_reply_was_edited_away_is_dropped(tmp_path: Path) -
 
 async def test_a_read_back_record_cut_by_a_torn_write_is_a_torn_tail(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
-    write(path, [USER, REPLY, {"ctxmw": "readback", "count": 2}, ROUND[0]])
+    size = len(dump_line(ROUND[0])) + len(dump_line(ROUND[1]))  # as ctxmw writes it
+    write(path, [USER, REPLY, {"ctxmw": "readback", "count": 2, "bytes": size}, ROUND[0]])
     assert await TranscriptFile(path).load() == [USER, REPLY]
 
 

@@ -228,7 +228,7 @@ async def test_check_exits_1_on_a_ledger_where_a_strategy_busts_every_call(
         )  # fmt: skip
         history = [*history, {"role": "assistant", "content": f"{n}"}]
         history.append({"role": "user", "content": f"next {n}"})
-    ledger = str(tmp_path / "agent.ledger.jsonl")
+    ledger = str(tmp_path / "agent.jsonl.ledger.jsonl")
     assert main(["stats", "--check", ledger]) == 1
     out = capsys.readouterr().out
     assert "ALERT bust_every_call: Session " in out

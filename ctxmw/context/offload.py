@@ -10,7 +10,7 @@ which ctxmw answers itself: from the conversation, else from the store
 Stores:
 
 * :class:`FileResultStore`: one JSON file per handle in a folder beside the save_file
-  (``dir/agent.jsonl`` -> ``dir/agent.offload/``, see :func:`store_dir`), owner-only (folder
+  (``dir/agent.jsonl`` -> ``dir/agent.jsonl.offload/``, see :func:`store_dir`), owner-only (folder
   ``0o700``, files ``0o600``, under any umask), written whole to a temporary file, fsynced and
   renamed into place, so a crash leaves either the whole record or none; a write that fails (a
   full disk) raises :class:`~ctxmw.errors.SaveFileWriteError` and leaves nothing. A damaged
@@ -70,8 +70,6 @@ class MemoryResultStore:
 
 
 def store_dir(save_file: str | os.PathLike[str]) -> Path:
-    """The folder beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.offload/``.
-
-    Only the last extension is replaced, as for the inbox and the ledger.
-    """
+    """The folder beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.offload/``
+    (the whole file name, as for the inbox and the ledger)."""
     return Beside.of(save_file).offload

@@ -9,8 +9,9 @@ the same object instead of reading the file again.
 The file I/O of a turn, in worker threads:
 
 * the trip before a turn (:meth:`Record.open`): take the save_file's lock, see whether another
-  writer changed the file, list the inbox for the ``inbox`` strategy; a second trip only to read
-  a changed file. The lock is free between turns, so this trip cannot be skipped.
+  writer changed the file (on a first read, move beside-files from their old names:
+  :mod:`ctxmw.runtime._migrate`), list the inbox for the ``inbox`` strategy; a second trip only
+  to read a changed file. The lock is free between turns, so this trip cannot be skipped.
 * one trip per commit (:meth:`Record.write_out`): every unsaved round in one write and fsync,
   then the telemetry's ledger lines (built on the loop), the delivered inbox files settled, then
   the lock given back by the turn's last commit, or the inbox listed for the next round. The
@@ -34,7 +35,10 @@ from ctxmw.history import common_prefix
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
 from ctxmw.messages.form import message_dicts
+from ctxmw.runtime._lines import check_head
+from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._paths import check_save_file
 from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Edit, Plan, plan_history
@@ -241,8 +245,13 @@ def _open_now(
 ) -> tuple[bool, Listing | None]:
     """Worker thread, the trip before a turn: take the lock, whether the file must be read,
     and the inbox listing when ``lists``."""
+    check_save_file(file.path)  # before the lock file or a folder is made beside it
+    if not loaded:
+        check_head(file.path)  # a file that is not a save_file: refused untouched
     if lock is not None:
         lock.acquire_now()
+        if not loaded:
+            migrate_beside(file.path)
     stale = not loaded or file.changed_now()
     return stale, _list_inbox(file.path) if lists else None
 

@@ -28,7 +28,7 @@ from typing import Any
 from ctxmw._litellm import CompletionFn, default_completion
 from ctxmw.context.offload import ResultStore
 from ctxmw.context.readback import answer
-from ctxmw.errors import MaxRoundsExceeded
+from ctxmw.errors import MaxRoundsExceeded, SaveFileWriteError
 from ctxmw.history import history_of
 from ctxmw.messages.form import call_name, response_message, tool_calls_of
 from ctxmw.runtime._notes import HeldNotes
@@ -87,14 +87,24 @@ class ToolLoop:
             turn.add_round([message])
             calls = tool_calls_of(message)
             if not calls or not self._runnable(calls):
-                await self._commit(turn, last=True)
+                await self._saving(turn, response, last=True)
                 return response
             results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
             turn.add_round(results)
             turn.mark_ours(message, *results)
-            await self._commit(turn)
+            await self._saving(turn, None)
         save_file = str(self.save_file) if self.save_file is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
+
+    async def _saving(self, turn: Turn, response: Any, *, last: bool = False) -> None:
+        """Commit a round; a stateless caller's failed write says what is kept (``response``:
+        the answer it paid for, when this is the turn's last round)."""
+        try:
+            await self._commit(turn, last=last)
+        except SaveFileWriteError as exc:
+            if not turn.stateless or exc.what != "save_file":
+                raise
+            raise exc.for_caller(response) from exc.__cause__
 
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""

@@ -11,9 +11,11 @@ A :class:`~ctxmw.runtime.session.Session` owns one for its life. ``ctxmw.acomple
 registry, keyed by the conversation's identity (the save_file, else the ``session`` id, else
 litellm's ids; :mod:`ctxmw.runtime.identity`): the call works on the registered object itself,
 nothing is copied in or out. What a call may not leave behind it drops when it ends
-(:meth:`Conversation.end`): a record that is not the file exactly (a failed call, a write
-still waiting) is replaced by an unread one, so the next call reads the file again; another
-process may write it in between, which the trip before each turn notices.
+(:meth:`Conversation.end`): a record that is not the file exactly (a failed call) is replaced by
+an unread one, so the next call reads the file again; another process may write it in between,
+which the trip before each turn notices. A record holding rounds whose write failed stays: they
+are what the caller paid for, and the next call writes them (unless another writer changed the
+file meanwhile: the file wins).
 
 A call checks its conversation out and back in. A second call of the same conversation while
 the first still runs (two tasks, no save_file to refuse one of them) gets a fresh, unregistered
@@ -46,6 +48,7 @@ from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
 from ctxmw.runtime._splices import live_splices
 from ctxmw.telemetry.recorder import CallRecorder
+from ctxmw.types import Message
 
 __all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Conversation", "Conversations"]
 
@@ -64,6 +67,8 @@ class Conversation:
         in_use: a call has it checked out.
         setup: what the memo was made under (the settings and the strategy names); a call
             under another setup starts a new memo, since the strategies' caches assume theirs.
+        kept: a stateless call's answer whose write failed, and the response it came in (see
+            :mod:`ctxmw.runtime._kept`).
     """
 
     memo: dict[str, Any] = field(default_factory=dict)
@@ -71,6 +76,7 @@ class Conversation:
     record: Record = field(default_factory=lambda: Record(None))
     in_use: bool = False
     setup: Any = None
+    kept: tuple[Message, Any] | None = None
 
     def begin(self, setup: Any, path: Path | None) -> None:
         """A call under ``setup`` on the save_file ``path`` starts: the memo is emptied when
@@ -86,9 +92,12 @@ class Conversation:
         return self.memo
 
     def end(self, *, exact: bool) -> None:
-        """A call ended: its record stays only when ``exact`` (the call succeeded) and the
-        record is the file exactly; otherwise the next call reads the file again. Without a
+        """A call ended: its record stays when ``exact`` (the call succeeded) and the record is
+        the file exactly, or when a write failed (memory holds the rounds the file lacks, and
+        the next call writes them); otherwise the next call reads the file again. Without a
         file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
+        if self.record.unsaved:
+            return
         if not (exact and self.record.exact):
             record, self.record = self.record, Record(self.record.path)
             if record.file is None:  # no file to read them back from: they stay in memory

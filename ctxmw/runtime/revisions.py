@@ -19,6 +19,9 @@ key and no ``"role"``) say more:
   later prompt holding that reply carries the read-backs again (see
   :mod:`ctxmw.runtime._splices`).
 
+Every record carries ``"bytes"``: the size of the message lines it announces, a second account
+that tells a damaged count from a write cut short (records of earlier versions have none).
+
 A file whose history only grew is plain messages, one per line, as before revisions existed.
 
 A stateless caller's history is the conversation: :func:`plan_history` lines it up against the
@@ -40,6 +43,7 @@ from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
 from ctxmw.types import Message, Messages
 
 __all__ = [
+    "BYTES_KEY",
     "RECORD_KEY",
     "Edit",
     "Plan",
@@ -55,6 +59,10 @@ __all__ = [
 RECORD_KEY = "ctxmw"
 """The key that marks a record line (messages never carry it and always carry ``role``)."""
 
+BYTES_KEY = "bytes"
+"""A record's second account of its message lines: their size in bytes (newlines included), so
+a damaged count is told from a write cut short (:mod:`ctxmw.runtime._lines`)."""
+
 Op = tuple[int, int, int]
 """``(at, drop, count)`` on the current revision: ``drop`` messages at ``at`` become ``count``."""
 
@@ -64,16 +72,23 @@ def is_record(line: dict[str, Any]) -> bool:
     return RECORD_KEY in line and "role" not in line
 
 
-def loop_record(count: int) -> dict[str, Any]:
-    """The record that marks the next ``count`` messages as ctxmw's own tool round."""
-    return {RECORD_KEY: "tool_loop", "count": count}
+def loop_record(count: int, size: int | None = None) -> dict[str, Any]:
+    """The record that marks the next ``count`` messages (``size`` bytes) as ctxmw's own tool
+    round."""
+    record: dict[str, Any] = {RECORD_KEY: "tool_loop", "count": count}
+    if size is not None:
+        record[BYTES_KEY] = size
+    return record
 
 
-def readback_record(block: Readbacks) -> dict[str, Any]:
-    """The record that announces one reply's read-back lines (see the module docstring)."""
+def readback_record(block: Readbacks, size: int | None = None) -> dict[str, Any]:
+    """The record that announces one reply's read-back lines (``size`` bytes; see the module
+    docstring)."""
     record: dict[str, Any] = {RECORD_KEY: "readback", "count": len(block.lines)}
     if block.splice is not None:
         record["splice"] = True
+    if size is not None:
+        record[BYTES_KEY] = size
     return record
 
 
@@ -84,9 +99,12 @@ class Edit:
     ops: tuple[Op, ...]
     inserted: tuple[Message, ...]
 
-    def record(self) -> dict[str, Any]:
-        """The record line that announces this edit (its messages follow it)."""
-        return {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+    def record(self, size: int | None = None) -> dict[str, Any]:
+        """The record line that announces this edit (its messages, ``size`` bytes, follow it)."""
+        record: dict[str, Any] = {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+        if size is not None:
+            record[BYTES_KEY] = size
+        return record
 
     def apply(self, messages: Messages, ours: list[bool]) -> tuple[Messages, list[bool]]:
         """The revision after this edit, with its tool-loop marks (inserted ones are not)."""

@@ -39,8 +39,9 @@ from uuid import uuid4
 import anyio
 
 from ctxmw._litellm import CompletionFn, stream_chunk_builder
-from ctxmw.errors import UsageError
+from ctxmw.errors import SaveFileWriteError, UsageError
 from ctxmw.messages.form import message_dict, response_message
+from ctxmw.runtime._kept import keep, repeated
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime._open_round import set_aside_unanswered
 from ctxmw.runtime._readback import check_tool_names
@@ -50,6 +51,7 @@ from ctxmw.runtime._splices import Key, Splice
 from ctxmw.runtime.conversations import Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
+from ctxmw.runtime.options import check_rounds
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.runtime.turn import Turn, retries_interrupted_turn, run_input
@@ -121,7 +123,7 @@ class Session(ToolLoop):
         self.strategies, self.offload_store = wire_offload(
             offload, chain, save_file, lambda: self._memo
         )
-        self.max_rounds = _check_rounds(max_rounds, self.settings)
+        self.max_rounds = check_rounds(max_rounds, self.settings.max_rounds)
         self.on_call = list(on_call)
         self._system = system
         self._completion = completion
@@ -270,9 +272,20 @@ class Session(ToolLoop):
 
         Returns:
             The completion function's response to the last round.
+
+        Raises:
+            SaveFileWriteError: the round could not be written; the answer is kept (``.response``,
+                and for the next call: :mod:`ctxmw.runtime._kept`).
         """
         async with self._turn(history) as turn:
-            return await self._loop(turn)
+            reply = repeated(self._conversation, turn)
+            try:
+                if reply is None:
+                    return await self._loop(turn)
+                await self._commit(turn, last=True)
+                return reply
+            except SaveFileWriteError as exc:
+                raise keep(self._conversation, exc, reply) from exc.__cause__
 
     async def stream(
         self,
@@ -326,7 +339,8 @@ class Session(ToolLoop):
             if on_end is not None:
                 await on_end(saved)
 
-        return PersistingStream(stream, complete, close)
+        release = lock.release_now if lock is not None else None
+        return PersistingStream(stream, complete, close, release=release, what=str(self.save_file))
 
     @contextlib.asynccontextmanager
     async def _turn(self, history: Sequence[Any] | None = None) -> AsyncIterator[Turn]:
@@ -356,7 +370,7 @@ class Session(ToolLoop):
 
     def _plan_turn(self, history: Sequence[Any] | None) -> Turn:
         if history is None:
-            working = self._working()
+            working = self._record.working()
             self._record.last = (working, self._record.messages)
             return self._start_turn(working)
         plan = self._record.plan(history)
@@ -366,10 +380,6 @@ class Session(ToolLoop):
         turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
-
-    def _working(self) -> Messages:
-        """A stateful turn's working list (see :meth:`Record.working`)."""
-        return self._record.working()
 
     def _start_turn(self, working: Messages) -> Turn:
         turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
@@ -387,11 +397,3 @@ class Session(ToolLoop):
             await self._record.write_out(
                 turn, self._notes, ledger, last=last, lists=self._lists_inbox
             )
-
-
-def _check_rounds(max_rounds: int | None, settings: Settings) -> int:
-    if max_rounds is None:
-        return settings.max_rounds
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise UsageError(f"max_rounds={max_rounds!r} must be an integer >= 1.")
-    return max_rounds

@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -154,11 +155,8 @@ def _copied(value: Any) -> Any:
 
 
 def ledger_path(save_file: str | os.PathLike[str]) -> Path:
-    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.ledger.jsonl``.
-
-    Only the last extension is replaced (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` ->
-    ``agent.ledger.jsonl``).
-    """
+    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.ledger.jsonl``
+    (the whole file name, then ``.ledger.jsonl``)."""
     return Beside.of(save_file).ledger
 
 
@@ -253,12 +251,23 @@ class LedgerWriter:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, data)
+            await anyio.to_thread.run_sync(self.append_now, data)
 
     def append_now(self, data: bytes) -> None:
         """Worker thread: append whole :func:`ledger_line` lines, for a caller folding the
-        ledger into a trip of its own (the runtime's after-call write)."""
-        self._append(data)
+        ledger into a trip of its own (the runtime's after-call write).
+
+        A ledger that cannot be written never fails the call: the first failure in a folder
+        logs one WARNING naming the file, the reason and :meth:`advice`; later ones are silent.
+        """
+        try:
+            self._append(data)
+        except OSError as exc:
+            _unwritable(self.path, exc, self.advice())
+
+    def advice(self) -> str:
+        """What to do when the ledger cannot be written (the end of its one warning)."""
+        return "Free disk space or fix the folder's permissions; the save_file is not affected."
 
     def _append(self, data: bytes) -> None:
         path = self.path
@@ -268,6 +277,26 @@ class LedgerWriter:
             if size and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n":
                 data = b"\n" + data
             write_all(handle.fileno(), data)  # a full disk raises, never loops
+
+
+_warned: set[Path] = set()  # folders whose ledger failed, warned about once per process
+_warned_guard = threading.Lock()
+
+
+def _unwritable(path: Path, exc: OSError, advice: str) -> None:
+    with _warned_guard:
+        if path.parent in _warned:
+            return
+        _warned.add(path.parent)
+    reason = exc.strerror if exc.strerror else str(exc)
+    logging.getLogger("ctxmw").warning(
+        "ctxmw cannot write the telemetry ledger %s (%s); calls go on unrecorded, and further "
+        "failures in %s are not logged. %s",
+        path,
+        reason,
+        path.parent,
+        advice,
+    )
 
 
 def _owner_only(path: str, flags: int) -> int:

@@ -74,7 +74,7 @@ class CallRecorder:
 
     Args:
         session: the session id (the save_file path, or an explicit ``session=`` id).
-        save_file: when given, records are appended to ``<stem>.ledger.jsonl`` beside it.
+        save_file: when given, records are appended to ``<save_file>.ledger.jsonl`` beside it.
         ledger: without a save_file, a ledger file of its own (the default ledger, see
             :mod:`ctxmw.telemetry.default_ledger`): owner-only, rotated at the
             ``ledger_max_bytes`` setting.
