@@ -27,6 +27,7 @@ largest of the three. ``--quick``: fewer conversations, 4-byte tokens.
 from __future__ import annotations
 
 import argparse
+import pickle
 import re
 import sys
 import time
@@ -316,11 +317,12 @@ def _dominates(a: Figures, b: Figures) -> bool:
     return no_worse and (a.cost[k] < b.cost[k] or a.hidden < b.hidden)
 
 
-def _frontier(rows: Sequence[Row]) -> None:
+def _frontier(rows: Sequence[Row], short: Sequence[Row]) -> None:
     k = BREAKPOINTS
     print(f"\nthe frontier over the {len(rows)} long sessions ({k}, read-backs charged):")
     print(
-        f"  {'point':<52}{'aggregate':>10}{'worst':>8}{'hidden worst / mean':>22}{'read-backs':>11}"
+        f"  {'point':<46}{'aggregate':>10}{'worst':>8}{'hidden worst / mean':>21}"
+        f"{'read-backs':>11}{'short runs: worst':>19}"
     )
     names = list(_points(rows[0]))
     summary = {}
@@ -331,9 +333,13 @@ def _frontier(rows: Sequence[Row]) -> None:
         hidden = [f.hidden for f in figs]
         summary[name] = (agg, mean(hidden))
         reads = sum(f.readbacks for f in figs)
+        brief = max(
+            (_points(r)[name].cost[m] / r.none[m] for r in short for m in CACHING_MODELS),
+            default=float("nan"),
+        )
         print(
-            f"  {name:<52}{agg:>10.3f}{worst:>8.3f}{max(hidden):>13.2%} /{mean(hidden):>6.2%}"
-            f"{reads:>11,}"
+            f"  {_short(name):<46}{agg:>10.3f}{worst:>8.3f}{max(hidden):>12.2%} /"
+            f"{mean(hidden):>6.2%}{reads:>11,}{brief:>19.3f}"
         )
     beaten = [
         n
@@ -484,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="conversations at once, one process each"
     )
+    parser.add_argument("--save", metavar="FILE", help="also keep the measured rows in FILE")
+    parser.add_argument("--load", metavar="FILE", help="report the rows --save kept, no replay")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     sets = anyio.run(load, args.quick)
@@ -492,7 +500,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"replaying {total} conversations ({len(LISTS) + 1} lists, {len(DESIGNS)} designs)",
         file=sys.stderr,
     )
-    rows = run(sets, args.model, args.quick, args.jobs)
+    if args.load:
+        with open(args.load, "rb") as f:
+            rows = pickle.load(f)
+    else:
+        rows = run(sets, args.model, args.quick, args.jobs)
+    if args.save:
+        with open(args.save, "wb") as f:
+            pickle.dump(rows, f)
     report(rows, time.perf_counter() - started)
     return 0
 
