@@ -1,7 +1,7 @@
 """What a replica keeps between requests is bounded in bytes, counted where it is held.
 
-Large requests (answered, refused by the provider, streams the client left) go through one
-hook with small limits. Each structure's own count stays within its bound, and what the
+Large requests (answered, refused by the provider, streams the client left) and a tenant's
+long options go through one hook with small limits. Each structure's own count stays within its bound, and what the
 process still holds afterwards (traced allocations, after a collection) stays within the sum
 of the bounds: the requests themselves are gone.
 """
@@ -20,7 +20,8 @@ from ctxmw.proxy import CtxmwProxyHook
 from ctxmw.state import MemoryState
 from ctxmw.testing import text, usage
 from ctxmw.types import Messages
-from tests.test_proxy_callback import API_BASE, MODEL, Key, make_hook
+from tests._fleet_convo import history
+from tests.test_proxy_callback import API_BASE, MODEL, Key, make_hook, send
 
 pytestmark = pytest.mark.anyio
 
@@ -127,3 +128,25 @@ async def test_a_stream_the_client_left_is_forgotten_at_once() -> None:
     await left_stream(hook, data)
     assert len(hook._pending) == 0
     assert hook._pending.held_bytes == 0
+
+
+async def test_a_tenants_long_options_are_kept_within_a_bound() -> None:
+    # A tenant allowed a text setting sends a new 64 KiB value with every request (8 MiB in
+    # all): the settings built for them stay within the settings cache's bound.
+    from ctxmw.proxy.callback import SETTINGS_BYTES
+
+    hook = make_hook(MemoryState(), limits=LIMITS, request_options=["compaction_notice"])
+    await send(hook, history(2))  # warm
+    gc.collect()
+    tracemalloc.start()
+    try:
+        before = tracemalloc.get_traced_memory()[0]
+        for i in range(128):
+            notice = {"compaction_notice": f"notice {i}: " + "n" * 64 * KIB}
+            await send(hook, history(2), metadata={"ctxmw": notice})
+        gc.collect()
+        held = tracemalloc.get_traced_memory()[0] - before
+    finally:
+        tracemalloc.stop()
+    bound = SETTINGS_BYTES + sum(LIMITS.values())
+    assert held <= bound, f"{held / KIB / KIB:.1f} MiB held, {bound / KIB / KIB:.1f} MiB allowed"

@@ -91,9 +91,16 @@ class BoundedCache:
         self._entries.move_to_end(key)
         return entry[0]
 
-    def put(self, key: Hashable, value: Any) -> None:
-        """Keep ``value`` for ``key``, dropping the least recently used entries past the bound."""
-        size = _size(key) + _size(value)
+    def put(self, key: Hashable, value: Any, size: int | None = None) -> None:
+        """Keep ``value`` for ``key``, dropping the least recently used entries past the bound.
+
+        Args:
+            key: the key.
+            value: the value.
+            size: what the entry holds, when the caller knows better than the lengths of its
+                strings (an object holding the key's text again).
+        """
+        size = _size(key) + _size(value) if size is None else size
         old = self._entries.pop(key, None)
         if old is not None:
             self.bytes -= old[1]

@@ -41,6 +41,7 @@ from typing import Any
 from litellm.integrations.custom_logger import CustomLogger
 
 from ctxmw.errors import UsageError
+from ctxmw.messages._memo import BoundedCache
 from ctxmw.messages.form import held_bytes
 from ctxmw.proxy import _inbox as inbox
 from ctxmw.proxy._guard import StateBudget, after_answer, failed, http_error
@@ -64,7 +65,11 @@ from ctxmw.types import Messages, StrategyContext
 __all__ = ["CtxmwProxyHook"]
 
 logger = logging.getLogger("ctxmw")
-_MAX_SETTINGS = 256
+SETTINGS_BYTES = 4 * 1024 * 1024
+"""The settings built for the options requests carry (a tenant's, where the operator allows
+them), kept at most: each counted as its options' text twice (the cache's key, the settings'
+own copy) and a settings object (about 4 KiB), the least recently used forgotten first."""
+_SETTINGS_OBJECT = 4096
 
 
 class CtxmwProxyHook(CustomLogger):
@@ -83,7 +88,7 @@ class CtxmwProxyHook(CustomLogger):
         self._base: Settings | None = None
         self._recorders: FleetRecorders | None = None
         self._ledger: LedgerSink | None = None
-        self._settings: dict[str, Settings] = {}
+        self._settings = BoundedCache(SETTINGS_BYTES)
         self._metrics = Metrics()
         self._held: tuple[PendingRequests, Conversations] | None = None
 
@@ -253,14 +258,12 @@ class CtxmwProxyHook(CustomLogger):
         # Building Settings validates every field again (about 40 ms on a loaded 2-core
         # machine): requests with the same options share one, read once from the environment.
         cache_key = json.dumps(options, sort_keys=True, default=repr)
-        settings = self._settings.get(cache_key)
+        settings: Settings | None = self._settings.get(cache_key)
         if settings is None:
             if self._base is None:
                 self._base = self.config.resolve({})
             settings = self._base.with_overrides(options)
-            if len(self._settings) >= _MAX_SETTINGS:
-                self._settings.pop(next(iter(self._settings)))
-            self._settings[cache_key] = settings
+            self._settings.put(cache_key, settings, 2 * len(cache_key) + _SETTINGS_OBJECT)
         return settings
 
     async def _commit(self, pending: Pending, data: dict[str, Any], response: object) -> None:
