@@ -1,9 +1,9 @@
 """What a replica keeps between requests is bounded in bytes, counted where it is held.
 
 Large requests (answered, refused by the provider, streams the client left) and a tenant's
-long options go through one hook with small limits. Each structure's own count stays within its bound, and what the
-process still holds afterwards (traced allocations, after a collection) stays within the sum
-of the bounds: the requests themselves are gone.
+long options go through one hook with small limits. Each structure's own count stays within its
+bound, and what the process still holds afterwards (traced allocations, after a collection)
+stays within the sum of the bounds: the requests themselves are gone.
 """
 
 from __future__ import annotations
