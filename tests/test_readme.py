@@ -28,6 +28,7 @@ NOT_HASHES = {"3f2a9c1b7d4e5a60"}
 HISTORY = re.compile(r"\b[Ii]ssues? #?\d+|\bthis round\b|\bcommit [0-9a-f]{7}", re.IGNORECASE)
 HEX_WORD = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
+SLOW = pytest.mark.slow
 
 
 def _name(page: Path) -> str:
@@ -39,8 +40,10 @@ def _blocks(page: Path, lang: str) -> list[str]:
 
 
 def _python_blocks() -> list[Any]:
+    """Every python block; the README's in the fast suite, the docs' (a Python start and
+    litellm's import each) in the slow tier."""
     return [
-        pytest.param(page, index, id=f"{_name(page)}#{index}")
+        pytest.param(page, index, id=f"{_name(page)}#{index}", marks=() if page == README else SLOW)
         for page in PAGES
         for index in range(len(_blocks(page, "python")))
     ]

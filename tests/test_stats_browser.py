@@ -20,7 +20,7 @@ import pytest
 from ctxmw.cli import main
 from tests.conftest import DemoRun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # Chromium, and the demo: the slow tier
 
 CHROMIUM = os.environ.get("CTXMW_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
