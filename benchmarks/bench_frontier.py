@@ -8,7 +8,7 @@ compacted result, its form); the baselines are the other strategy lists. Every c
 sessions, under each caching model; the ``auto`` column replayed with ``cache_rule=openai``), the
 worst and mean hidden share per long session (and the mean share only behind an offload handle),
 and the same for the short runs. The rows are the
-points of the frontier ``docs/economics.md`` shows.
+points of the frontier ``docs/design/economics.md`` shows.
 """
 
 from __future__ import annotations

@@ -1,12 +1,16 @@
 """The README and the guides in docs/: their code runs, their commands match CI, their tables and
-links hold, and they stay written for users (short README, no development history).
+links hold, and they stay written for users (a short README, short guides that open with an
+example, no development history). The design notes in docs/design/ are held to the same code,
+link and history checks, but not counted in the guides' size.
 
 The scripts in examples/ are run by tests/test_examples.py.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -15,13 +19,19 @@ from typing import Any
 import pytest
 
 import ctxmw.strategies
+from ctxmw.cli import _parser
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
 DOCS = sorted((ROOT / "docs").glob("*.md"))
-PAGES = [README, *DOCS]
+DESIGN = sorted((ROOT / "docs" / "design").glob("*.md"))
+PAGES = [README, *DOCS, *DESIGN]
 README_MAX_BYTES = 15_000
+GUIDES_MAX_BYTES = 80_000
+FIRST_SCREEN_LINES = 40
+# Pages that are lists, not guides: they open with links or a table, not with an example.
+NOT_GUIDES = {"index.md", "settings.md"}
 
 # Hex words that are not commit hashes: the offload handle of docs/offload.md's example.
 NOT_HASHES = {"3f2a9c1b7d4e5a60"}
@@ -61,6 +71,44 @@ def test_the_readme_and_the_docs_hold_python_blocks() -> None:
     assert sum(len(_blocks(page, "python")) for page in DOCS) >= 8
 
 
+def _fragments() -> list[Any]:
+    return [
+        pytest.param(page, index, id=f"{_name(page)}#py{index}")
+        for page in PAGES
+        for index in range(len(_blocks(page, "py")))
+    ]
+
+
+@pytest.mark.parametrize(("page", "index"), _fragments())
+def test_python_fragments_compile(page: Path, index: int) -> None:
+    """A `py` block is a fragment (a framework's names, an `await` at top level): it cannot run
+    alone (examples/ runs each framework whole), but it must be Python that compiles."""
+    source = _blocks(page, "py")[index]
+    compile(source, f"{_name(page)}#py{index}", "exec", flags=ast.PyCF_ALLOW_TOP_LEVEL_AWAIT)
+
+
+def _commands() -> list[Any]:
+    """Every `$ ctxmw ...` line of a console, bash or text block, as (page, argv)."""
+    found = []
+    for page in PAGES:
+        blocks = [b for lang in ("console", "bash", "text") for b in _blocks(page, lang)]
+        for block in blocks:
+            for line in block.splitlines():
+                line = line.split("  #", 1)[0].strip()
+                if line.startswith("$ ctxmw "):
+                    argv = shlex.split(line.removeprefix("$ ctxmw ").split(" > ")[0])
+                    found.append(pytest.param(argv, id=f"{_name(page)}: ctxmw {' '.join(argv)}"))
+    return found
+
+
+@pytest.mark.parametrize("argv", _commands())
+def test_every_ctxmw_command_in_the_docs_parses(argv: list[str]) -> None:
+    """The commands the pages show exist, with the options they show (the parser exits 2 on an
+    unknown command or option)."""
+    args = _parser().parse_args(argv)
+    assert getattr(args, "handler", None) is not None, argv
+
+
 def test_ci_runs_the_readme_test_command() -> None:
     commands = [b.strip() for b in _blocks(README, "bash")]
     test_command = next(c for c in commands if "pytest" in c)
@@ -87,6 +135,25 @@ def test_the_strategy_table_names_every_built_in_strategy(page: Path) -> None:
 def test_the_readme_is_short() -> None:
     size = len(README.read_bytes())
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
+
+
+def test_the_user_guides_are_short() -> None:
+    """docs/*.md is read in well under an hour; rationale and measurements go to docs/design/."""
+    size = sum(len(page.read_bytes()) for page in DOCS)
+    assert size <= GUIDES_MAX_BYTES, f"docs/*.md is {size} bytes; move design notes to docs/design/"
+
+
+@pytest.mark.parametrize("page", [p for p in DOCS if p.name not in NOT_GUIDES], ids=_name)
+def test_every_guide_shows_an_example_on_its_first_screen(page: Path) -> None:
+    first = "\n".join(page.read_text().splitlines()[:FIRST_SCREEN_LINES])
+    assert "```" in first, f"{_name(page)}: no example in its first {FIRST_SCREEN_LINES} lines"
+
+
+def test_the_design_notes_are_linked_from_the_guides() -> None:
+    index = (ROOT / "docs" / "design" / "index.md").read_text()
+    linked = set(LINK.findall(index))
+    assert {page.name for page in DESIGN if page.name != "index.md"} <= linked
+    assert "design/index.md" in set(LINK.findall((ROOT / "docs" / "index.md").read_text()))
 
 
 @pytest.mark.parametrize("page", PAGES, ids=_name)

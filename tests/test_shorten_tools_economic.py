@@ -401,8 +401,8 @@ def running_costs(
 def test_the_running_cost_never_exceeds_the_guard_times_none(
     messages: Messages, cold: set[int]
 ) -> None:
-    # The bound docs/economics.md states, in the schedule's own estimate: at every call point, not
-    # counting calls under the cache minimum (nothing of them is cached either way).
+    # The bound docs/design/economics.md states, in the schedule's own estimate: at every call
+    # point, not counting calls under the cache minimum (nothing of them is cached either way).
     defaults = Settings()
     for guard in (1.0, 1.02, defaults.economic_guard, defaults.economic_guard_automatic):
         for model, marked in ((None, False), (SONNET, False), (SONNET, True)):
