@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxmw.cli._args import check_folder_of, positive_int
+from ctxmw.cli._args import check_folder_of, positive_int, strategies_from
 from ctxmw.cli.view import format_transcript
 from ctxmw.errors import UsageError
 from ctxmw.replay import (
@@ -106,11 +106,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.transcripts and args.synthetic is None:
         raise UsageError("give TRANSCRIPT files or --synthetic N.")
     if args.show_call is not None:
-        print(anyio.run(_show_call, args))
+        with strategies_from("--strategies"):
+            print(anyio.run(_show_call, args))
         return 0
     if args.plot:
         check_folder_of(args.plot, "--plot")
-    result = anyio.run(_run, args)
+    with strategies_from("--strategies"):
+        result = anyio.run(_run, args)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     if args.plot:
         print(f"plot: {plot_replay(result, args.plot)}", file=sys.stderr if args.json else None)
