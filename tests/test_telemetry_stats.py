@@ -102,6 +102,18 @@ def test_cli_skips_a_transcript_matched_by_the_glob(
     assert "openai/gpt-4o-mini 2 " in " ".join(captured.out.split())
 
 
+def test_cli_given_only_a_transcript_says_which_file_it_wanted_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript, ledger = session_folder(tmp_path)
+    assert main(["stats", str(transcript)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no empty table
+    last = captured.err.strip().splitlines()[-1]
+    assert f"No ledger to read: {str(transcript)!r} holds messages" in last
+    assert repr(str(ledger)) in last  # the file it wanted
+
+
 def test_the_table_fits_120_columns_whatever_the_names() -> None:
     deep = "/home/someone/projects/agents/runs/2026-12-02/" + "nightly-evaluation-" * 4 + "a.jsonl"
     model = "bedrock/anthropic.claude-3-5-sonnet-20241022-v2:0"

@@ -168,11 +168,16 @@ async def _show_call(args: argparse.Namespace) -> str:
             f"--show-call {args.show_call}: {name!r} has {len(points)} call points; "
             f"pick one from 1 to {len(points)}."
         )
-    n = 0
+    n, shown = 0, 0
     async for point, prompt in prompts(messages, lists[0], model=args.model):
         n += 1
         if n == args.show_call:
             return format_call(name, lists[0], n, messages, point, prompt, full=args.full)
+        # Every prompt before it is computed too (the strategies carry state from call to
+        # call): a line at each tenth of the way.
+        if (tenth := 10 * n // args.show_call) > shown:
+            shown = tenth
+            _note(f"--show-call {args.show_call}: {n}/{args.show_call} prompts computed")
     raise AssertionError("unreachable: the call number was checked against the call points")
 
 
