@@ -132,6 +132,20 @@ def test_the_strategy_table_names_every_built_in_strategy(page: Path) -> None:
         assert any(row.startswith(f"| `{name}` (default)") for row in rows), name
 
 
+def test_the_readme_says_where_the_first_call_waits_and_to_import_ctxmw_first() -> None:
+    """Right under the first example, where a user first imports: litellm's import is the wait,
+    and importing it before ctxmw fetches its price table."""
+    text = README.read_text()
+    after = text.split("```python", 1)[1].split("```", 1)[1].split("\n## ", 1)[0]
+    assert "Import ctxmw first" in after
+    assert "LITELLM_LOCAL_MODEL_COST_MAP=True" in after
+    for page in DOCS:
+        for block in _blocks(page, "python"):
+            imports = [line.split("#")[0].strip() for line in block.splitlines()]
+            if "import litellm" in imports:
+                assert imports.index("import ctxmw") < imports.index("import litellm"), page
+
+
 def test_the_readme_is_short() -> None:
     size = len(README.read_bytes())
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
