@@ -146,6 +146,17 @@ def test_the_readme_says_where_the_first_call_waits_and_to_import_ctxmw_first() 
                 assert imports.index("import ctxmw") < imports.index("import litellm"), page
 
 
+def test_no_install_instruction_names_a_ctxmw_extra_from_the_registry() -> None:
+    """ctxmw is installed from a checkout: an extra asked of the registry by name (ctxmw[plot])
+    does not resolve, so no page, message or skip reason says so (``pip install -e '.[plot]'``,
+    or the package itself)."""
+    extra = re.compile(r"pip install ['\"]?ctxmw\[")
+    files = [*PAGES, *ROOT.glob("ctxmw/**/*.py"), *ROOT.glob("examples/**/*.*")]
+    files += [*ROOT.glob("tests/**/*.py"), ROOT / "pyproject.toml"]
+    said = [f"{f.relative_to(ROOT)}" for f in files if extra.search(f.read_text(errors="replace"))]
+    assert not said, said
+
+
 def test_the_readme_is_short() -> None:
     size = len(README.read_bytes())
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"

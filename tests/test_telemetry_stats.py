@@ -86,7 +86,9 @@ def test_plot_without_matplotlib_says_how_to_install(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     path = write(tmp_path / "x.ledger.jsonl", LEDGER)
     assert main(["stats", str(path), "--plot", str(tmp_path / "o.png")]) == 2
-    assert "pip install 'ctxmw[plot]'" in capsys.readouterr().err
+    assert "pip install matplotlib (in a ctxmw checkout: pip install -e '.[plot]')" in (
+        capsys.readouterr().err
+    )
 
 
 def test_cli_skips_a_transcript_matched_by_the_glob(

@@ -206,7 +206,7 @@ def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) 
     """Draw prompt tokens and cache reads per call (one panel per session) into a PNG.
 
     Raises:
-        UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
+        UsageError: matplotlib is not installed (``pip install matplotlib``).
     """
     plt = pyplot()
     sessions = summarise(records)
