@@ -51,8 +51,9 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption(
         "--live",
         action="store_true",
-        help="run the tests marked live against a real prefix-caching server "
-        "(start one: bash ../shared/tools/local-llm.sh start)",
+        help="run the tests marked live against a real prefix-caching server: a llama.cpp "
+        "server of your own (--live-api-base), or one the project's CI tools start (bash "
+        "../shared/tools/local-llm.sh start, beside the clone)",
     )
     group.addoption(
         "--live-api-base",
@@ -90,7 +91,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(
-        reason="live tier: opt in with --live (bash ../shared/tools/local-llm.sh start first)"
+        reason="live tier: opt in with --live and a llama.cpp server (your own, or one the "
+        "project's CI tools start: bash ../shared/tools/local-llm.sh start)"
     )
     for item in items:
         if "live" in item.keywords:

@@ -157,6 +157,25 @@ def test_no_install_instruction_names_a_ctxmw_extra_from_the_registry() -> None:
     assert not said, said
 
 
+@pytest.mark.parametrize("page", PAGES, ids=_name)
+def test_what_needs_the_projects_ci_tools_says_so(page: Path) -> None:
+    """A user's clone has no ../shared folder: every paragraph that sends the reader there says
+    it is the project's CI tools or data, so the reader knows what a clone can run."""
+    paragraphs = re.split(r"\n\s*\n", _prose(page))
+    unsaid = [p[:80] for p in paragraphs if "../shared" in p and "the project's CI" not in p]
+    assert not unsaid, f"{_name(page)}: {unsaid}"
+
+
+def test_a_test_that_needs_the_projects_ci_data_says_so_when_it_skips(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    from tests import test_open_rounds
+
+    monkeypatch.setattr(test_open_rounds, "SHARED", tmp_path / "shared" / "data" / "transcripts")
+    with pytest.raises(pytest.skip.Exception, match="the project's CI data"):
+        test_open_rounds.real_transcript("cc_258c7280.jsonl")
+
+
 def test_the_readme_is_short() -> None:
     size = len(README.read_bytes())
     assert size <= README_MAX_BYTES, f"README.md is {size} bytes; move detail into docs/"
