@@ -1,5 +1,6 @@
 """The compaction notice tells the truth: what was shortened and removed, why (cost or the
-window), and whether it can be read back (ctxmw_expand when offload runs first)."""
+window), and whether it can be read back (ctxmw_expand: the handles of compacted results, or
+offload's previews when offload runs first)."""
 
 from __future__ import annotations
 
@@ -58,29 +59,39 @@ def test_the_counts_match_what_the_prompt_changed() -> None:
     assert f"{dropped} messages were removed" in text
 
 
-def test_without_offload_nothing_is_promised_back() -> None:
-    text = notice_of(economic(adjacent_calls(120), chain=("shorten_tools_economic",)))
-    assert RECOVER[False] in text
-    assert "ctxmw_expand" not in text
+def test_by_default_the_notice_promises_read_back_by_handle() -> None:
+    prompt = economic(adjacent_calls(120), chain=("shorten_tools_economic",))
+    assert RECOVER["readback"] in notice_of(prompt)
+    compacted = [m for m in prompt if m.get("role") == "tool" and "[compacted:" in m["content"]]
+    assert compacted
+    assert all("ctxmw_expand handle " in m["content"] for m in compacted)
+
+
+def test_without_readback_or_offload_nothing_is_promised_back() -> None:
+    prompt = economic(adjacent_calls(120), chain=("shorten_tools_economic",), readback=False)
+    text = notice_of(prompt)
+    assert RECOVER["none"] in text
+    assert "ctxmw_expand" not in "".join(str(m.get("content")) for m in prompt)
 
 
 def test_with_offload_first_the_notice_names_ctxmw_expand() -> None:
     chain = ("offload", "shorten_tools_economic")
-    text = notice_of(economic(adjacent_calls(120), chain=chain))
-    assert RECOVER[True] in text
+    text = notice_of(economic(adjacent_calls(120), chain=chain, readback=False))
+    assert RECOVER["offload"] in text
     assert "ctxmw_expand" in text
 
 
 def test_offload_after_the_strategy_promises_nothing() -> None:
     chain = ("shorten_tools_economic", "offload")
-    assert "ctxmw_expand" not in notice_of(economic(adjacent_calls(120), chain=chain))
+    prompt = economic(adjacent_calls(120), chain=chain, readback=False)
+    assert "ctxmw_expand" not in notice_of(prompt)
 
 
 def test_the_epoch_strategies_say_why_too() -> None:
     ctx = StrategyContext(settings=Settings(), model=SONNET, chain=("shorten_tools_epoch",))
     text = notice_of(shorten_tools_epoch(adjacent_calls(120), ctx))
     assert REASONS["cost"] in text
-    assert RECOVER[False] in text
+    assert RECOVER["none"] in text
 
 
 def test_a_custom_notice_may_use_every_field() -> None:
@@ -102,7 +113,7 @@ def test_what_the_notice_promises_back_keeps_its_handle() -> None:
     for m in source:
         if m.get("role") == "tool":
             m["content"] = "\n".join(f"line {i} of {m['tool_call_id']}" for i in range(300))
-    s = Settings(offload_threshold=100, **TIERS)
+    s = Settings(offload_threshold=100, readback=False, **TIERS)
     chain = resolve_strategies("offload,shorten_tools_economic", s)
     ctx = StrategyContext(settings=s, model=SONNET, memo={}, chain=("offload", NAME))
     prompt = anyio.run(apply_strategies, source, chain, ctx)

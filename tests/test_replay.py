@@ -241,6 +241,7 @@ def test_table_shows_loss_beside_cost_and_retention(capsys: pytest.CaptureFixtur
         "auto",
         "breakpoints",
         "end_breakpoint",
+        "read-backs",
         "hidden",
         "recoverable",
     ]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from bisect import bisect_right
 from typing import Any
@@ -20,7 +21,9 @@ from ctxmw.replay.caching import (
     end_breakpoint_split,
     model_prices,
 )
+from ctxmw.replay.loss import ReferenceIndex
 from ctxmw.replay.optimal import optimal_schedule
+from ctxmw.replay.readbacks import readback_rounds
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.strategies._epochs import apply_plan
 from ctxmw.strategies.shorten_tools_economic import boundary_plan
@@ -38,9 +41,12 @@ TIERS = {
 
 
 def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> dict[str, float]:
-    """Price one schedule (the call points where the boundary moves) as replay prices it."""
+    """Price one schedule (the call points where the boundary moves) as replay prices it, its
+    compacted results rendered as the default renders them (lines, read-back handles), and a
+    read-back call wherever the next action needs what only a handle shows."""
     prices, counter = model_prices(MODEL), ApproxCounter()
     tracker, minimum = PrefixTracker(counter), breakpoint_minimum(MODEL)
+    references = ReferenceIndex(messages)
     cost = {"auto": 0.0, "end_breakpoint": 0.0}
     for point in call_points(messages):
         sent = messages[:point]
@@ -50,11 +56,30 @@ def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> di
         if done:
             boundary = bisect_right([c.result_index for c in index.calls], done[-1] - 1)
             plan = boundary_plan(len(index.calls), boundary, 0, 1, s)
-            prompt = apply_plan(sent, index, plan, StrategyContext(settings=s), "brute")
+            ctx = StrategyContext(settings=s)
+            lines, handles = s.economic_compacted_result_chars, s.readback
+            prompt = apply_plan(sent, index, plan, ctx, "brute", lines=lines, handles=handles)
         r = tracker.observe(MODEL, prompt)
         cost["auto"] += prices.cost(r.prompt_tokens, auto_split(r))
         split = end_breakpoint_split(r, body_tokens(r), minimum)
         cost["end_breakpoint"] += prices.cost(r.prompt_tokens, split)
+        lost = references.measure(point, prompt).lost
+        shown = {
+            i: m
+            for m in prompt
+            for i in range(len(sent))
+            if m.get("role") == "tool" and sent[i].get("tool_call_id") == m.get("tool_call_id")
+        }
+        rounds = readback_rounds(messages, point, lost, shown, s.readback_max_chars)
+        fork, extended = PrefixTracker(counter), list(prompt)
+        fork.observe(MODEL, extended)
+        for extra in rounds:
+            extended += extra
+            r = fork.observe(MODEL, extended)
+            out = counter.message_tokens(MODEL, extra[0]) * prices.output
+            cost["auto"] += prices.cost(r.prompt_tokens, auto_split(r)) + out
+            split = end_breakpoint_split(r, body_tokens(r), minimum)
+            cost["end_breakpoint"] += prices.cost(r.prompt_tokens, split) + out
     return cost
 
 
@@ -85,6 +110,47 @@ def test_optimum_is_the_cheapest_of_every_schedule(seed: int) -> None:
     assert max(best.moves.values()) >= 1  # not vacuous: the cheapest schedule does move
     # breakpoints is a lower bound: never above what the end-of-prompt marks cost.
     assert best.cost["breakpoints"] <= best.cost["end_breakpoint"] + 1e-12
+
+
+def reads_citing_older_reads(n: int) -> Messages:
+    """File reads; from the fourth on, each read's arguments cite a line three reads back."""
+    messages: Messages = [{"role": "user", "content": "Trace the value."}]
+    for k in range(n):
+        args: dict[str, str] = {"file_path": f"src/m{k}.py"}
+        if k >= 3:
+            args["from"] = f"alpha_{k - 3}_{30 + k}_beta"
+        call = {"id": f"c{k}", "type": "function", "function": {"name": "Read"}}
+        call["function"]["arguments"] = json.dumps(args)
+        body = "\n".join(f"{i:>6}→alpha_{k}_{i}_beta = {i}" for i in range(1, 60))
+        messages.append({"role": "assistant", "content": None, "tool_calls": [call]})
+        messages.append({"role": "tool", "tool_call_id": f"c{k}", "content": body})
+    messages.append({"role": "assistant", "content": "Done."})
+    return messages
+
+
+def test_optimum_with_read_backs_is_the_cheapest_of_every_schedule() -> None:
+    messages = reads_citing_older_reads(7)
+    s = Settings(**{**TIERS, "economic_compacted_result_chars": 200})
+    points = call_points(messages)
+    costs = [
+        schedule_cost(messages, moves, s)
+        for k in range(len(points) + 1)
+        for moves in itertools.combinations(points, k)
+    ]
+    kwargs: dict[str, Any] = {
+        "model": MODEL,
+        "prices": model_prices(MODEL),
+        "counter": ApproxCounter(),
+        "settings": s,
+        "window": 200_000,
+        "minimum": breakpoint_minimum(MODEL),
+    }
+    best = optimal_schedule(messages, points, references=ReferenceIndex(messages), **kwargs)
+    for key in ("auto", "end_breakpoint"):
+        assert best.cost[key] == pytest.approx(min(c[key] for c in costs), rel=1e-9)
+    # Not vacuous: some schedule pays read-backs, so pricing them changes the optimum.
+    blind = optimal_schedule(messages, points, **kwargs)
+    assert best.cost["end_breakpoint"] > blind.cost["end_breakpoint"]
 
 
 @pytest.fixture(scope="module")

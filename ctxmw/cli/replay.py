@@ -80,6 +80,15 @@ def add_replay_command(sub: SubParsers, add: Adder) -> None:
     cmd.add_argument(
         "--window", type=positive_int, help="context window (default: the model's input)"
     )
+    cmd.add_argument(
+        "--head-tokens",
+        type=int,
+        default=0,
+        metavar="N",
+        help="send a constant head of about N tokens at every call: the system prompt and tool "
+        "definitions a real agent sends (Claude Code's are 15-20k tokens), which recorded "
+        "transcripts lack (default 0)",
+    )
     cmd.add_argument("--json", action="store_true", help="print the result as one JSON object")
     cmd.add_argument("--plot", metavar="FILE.png", help="also draw tokens and cost per call")
     cmd.add_argument(
@@ -105,6 +114,8 @@ def split_strategy_lists(values: Sequence[str] | None) -> list[str]:
 def _cmd_replay(args: argparse.Namespace) -> int:
     if not args.transcripts and args.synthetic is None:
         raise UsageError("give TRANSCRIPT files or --synthetic N.")
+    if args.head_tokens < 0:
+        raise UsageError(f"--head-tokens {args.head_tokens} must be 0 or more (tokens).")
     if args.show_call is not None:
         with strategies_from("--strategies"):
             print(anyio.run(_show_call, args))
@@ -131,6 +142,7 @@ async def _run(args: argparse.Namespace) -> ReplayResult:
         window=args.window,
         counter=ApproxCounter() if args.fast else LiteLLMCounter(),
         progress=_note,
+        head_tokens=args.head_tokens,
     )
 
 

@@ -121,7 +121,7 @@ async def expand(
         handle: the handle the preview names.
         offset: the first character to return.
         limit: how many characters (default and at most ``max_chars``).
-        max_chars: the largest slice one call returns (the ``offload_expand_max_chars`` setting).
+        max_chars: the largest slice one call returns (the ``readback_max_chars`` setting).
     """
     if not isinstance(handle, str) or not HANDLE.fullmatch(handle):
         return f"Error: {echo(handle)} is not a handle; copy the 16 hex digits the preview names."

@@ -12,8 +12,11 @@ always replayed: it is the baseline of every ratio.
 
 Beside cost, what the model loses (:mod:`ctxmw.replay.loss`): at every call point, the
 references of the recorded next assistant message (its distinctive strings that first appeared
-in a tool result) and how many the prompt still shows, only points to with an offload handle,
-or no longer has. :func:`prompts` yields the very prompts measured, one per call point.
+in a tool result) and how many the prompt still shows, only points to with a read-back handle,
+or no longer has. A point whose next action needs what only a handle points to pays one more
+call, the read-back (:mod:`ctxmw.replay.readbacks`), in its cost. A list that can show handles
+declares ``ctxmw_expand`` on every call, as ctxmw does. :func:`prompts` yields the very prompts
+measured, one per call point.
 
 Token counts are litellm's (the model's tokenizer) unless another counter is passed; each distinct
 message is counted once for the whole replay, whatever strategy list produced it.
@@ -26,6 +29,7 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from ctxmw.context.readback import READBACK_TOOL
 from ctxmw.context.tokens import input_window
 from ctxmw.errors import UsageError
 from ctxmw.messages.canonical import canonical_bytes
@@ -34,6 +38,7 @@ from ctxmw.replay.caching import (
     CACHING_MODELS,
     MARKING_MODEL,
     Prices,
+    Split,
     auto_split,
     body_tokens,
     breakpoint_minimum,
@@ -52,14 +57,15 @@ from ctxmw.replay.prompts import (
     resolve_list,
     session_prompts,
 )
+from ctxmw.replay.readbacks import Readback, head_message, readback_rounds
 from ctxmw.replay.synthetic import synthetic_transcript
 from ctxmw.settings import Settings, resolve_settings
-from ctxmw.strategies._chain import NamedStrategy, apply_strategies
+from ctxmw.strategies._chain import NamedStrategy, apply_strategies, reads_back
 from ctxmw.strategies.cache_breakpoints import cache_breakpoints
 from ctxmw.telemetry.counters import LiteLLMCounter, TokenCounter
-from ctxmw.telemetry.prefix import PrefixTracker
+from ctxmw.telemetry.prefix import PrefixResult, PrefixTracker
 from ctxmw.telemetry.rules import uses_breakpoints
-from ctxmw.types import Message, Messages
+from ctxmw.types import Message, Messages, StrategyContext
 
 __all__ = [
     "CACHING_MODELS",
@@ -70,6 +76,7 @@ __all__ = [
     "Lost",
     "Optimum",
     "Prices",
+    "Readback",
     "ReplayResult",
     "Retention",
     "StrategyFigures",
@@ -107,6 +114,7 @@ async def replay(
     tools: Sequence[Mapping[str, Any]] | None = None,
     optimal: bool = True,
     progress: Callable[[str], None] | None = None,
+    head_tokens: int = 0,
 ) -> ReplayResult:
     """Replay ``transcripts`` through each strategy list and measure every call point.
 
@@ -124,11 +132,17 @@ async def replay(
             (:mod:`ctxmw.replay.optimal`); ``cost_ratio_to_optimal`` is None without it.
         progress: called with one line after each transcript of each strategy list and each
             optimum (``ctxmw replay`` prints them on stderr); default: silent.
+        head_tokens: a system message of about this many tokens before every transcript: the
+            system prompt and tool definitions a real agent sends on every call (0: none).
 
     Raises:
         UsageError: an unknown strategy, an unpriced model, or no call point at all.
     """
     named = _named(transcripts)
+    shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
+    if head_tokens > 0:
+        head = head_message(head_tokens, shared, model)
+        named = {name: [head, *messages] for name, messages in named.items()}
     calls = sum(len(call_points(messages)) for messages in named.values())
     if calls == 0:
         raise UsageError(
@@ -138,12 +152,12 @@ async def replay(
     lists = _with_baseline([_spec_name(spec) for spec in strategy_lists])
     chains = {name: resolve_list(name, resolved) for name in lists}
     prices = model_prices(model)
-    shared = _SharedCounts(counter if counter is not None else LiteLLMCounter())
     run = _Run(model, window or input_window(model), prices, shared, resolved, tools)
     run.references = [ReferenceIndex(messages) for messages in named.values()]
     run.progress = _Progress(progress, len(lists) * len(named) + (len(named) if optimal else 0))
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    optima = [run.optimum(path, messages) for path, messages in named.items()] if optimal else []
+    items = enumerate(named.items())
+    optima = [run.optimum(t, path, m) for t, (path, m) in items] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
@@ -163,13 +177,14 @@ class _Run:
     ) -> StrategyFigures:
         calls: list[CallFigures] = []
         kept: list[Retention] = []
+        tools = self._tools_of([name for name, _ in chain])
         for t, (path, messages) in enumerate(transcripts.items()):
-            kept.append(await self._transcript(t, messages, chain, calls))
+            kept.append(await self._transcript(t, messages, chain, calls, tools))
             if self.progress is not None:
                 self.progress.step(f"{name}: {path} ({len(call_points(messages))} calls)")
         return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
 
-    def optimum(self, path: str, messages: Messages) -> Optimum:
+    def optimum(self, t: int, path: str, messages: Messages) -> Optimum:
         """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
         progress = self.progress
         rendered = None if progress is None else progress.part(f"optimum: {path}", "rendered")
@@ -182,42 +197,113 @@ class _Run:
             settings=self.settings,
             window=self.window,
             minimum=breakpoint_minimum(self.model),
-            tools=self.tools,
+            tools=self._tools_of(["shorten_tools_economic"]),
+            references=self.references[t],
             progress=rendered,
         )
         if self.progress is not None:
             self.progress.step(f"optimum: {len(call_points(messages))} calls")
         return best
 
+    def _tools_of(self, chain: Sequence[str]) -> list[Mapping[str, Any]] | None:
+        """The tools every call of the chain (its strategies' names) declares: the agent's,
+        and ``ctxmw_expand`` when its prompts can show read-back handles."""
+        if not reads_back(chain, self.settings):
+            return list(self.tools) if self.tools is not None else None
+        return [*(self.tools or ()), READBACK_TOOL]
+
     async def _transcript(
-        self, t: int, messages: Messages, chain: list[NamedStrategy], out: list[CallFigures]
+        self,
+        t: int,
+        messages: Messages,
+        chain: list[NamedStrategy],
+        out: list[CallFigures],
+        tools: Sequence[Mapping[str, Any]] | None,
     ) -> Retention:
-        plain, marked = PrefixTracker(self.counter), PrefixTracker(self.counter)
-        marker = self.model if uses_breakpoints(self.model) else MARKING_MODEL
-        minimum = breakpoint_minimum(self.model)
+        pricing = _Pricing(self, PrefixTracker(self.counter), PrefixTracker(self.counter), tools)
         previous = 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
         references = self.references[t]
         async for point, prompt, ctx in session_prompts(messages, chain, self.settings, self.model):
-            # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.
-            with_marks = await apply_strategies(
-                prompt, _MARK, dataclasses.replace(ctx, model=marker)
-            )
-            r = plain.observe(self.model, prompt, self.tools)
-            m = marked.observe(self.model, with_marks, self.tools)
-            body = body_tokens(r)
-            splits = {
-                "auto": auto_split(r),
-                "breakpoints": breakpoints_split(m, with_marks, minimum),
-                "end_breakpoint": end_breakpoint_split(r, body, minimum),
-            }
-            cost = {key: self.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
+            r, splits, cost = await pricing.call(prompt, ctx)
             loss = references.measure(point, prompt)
+            shown = _shown(messages, prompt, loss.lost)
+            chars = self.settings.readback_max_chars
+            rounds = readback_rounds(messages, point, loss.lost, shown, chars)
+            readback = await pricing.readback(prompt, rounds, ctx) if rounds else None
             shape = (r.prompt_tokens, r.prefix_tokens, previous, r.broke)
-            out.append(CallFigures(t, point, *shape, splits, cost, loss))
-            previous = body
+            out.append(CallFigures(t, point, *shape, splits, cost, loss, readback))
+            previous = body_tokens(r)
             last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()
+
+
+@dataclasses.dataclass(slots=True)
+class _Pricing:
+    """Prices one transcript's calls under every caching model, in order."""
+
+    run: _Run
+    plain: PrefixTracker
+    marked: PrefixTracker
+    tools: Sequence[Mapping[str, Any]] | None
+
+    async def call(
+        self, prompt: Messages, ctx: StrategyContext, *, remember: bool = True
+    ) -> tuple[PrefixResult, dict[str, Split], dict[str, float]]:
+        """Measure one call's prompt against the previous call's and price it."""
+        run = self.run
+        marker = run.model if uses_breakpoints(run.model) else MARKING_MODEL
+        minimum = breakpoint_minimum(run.model)
+        # The same stats (the epoch) with a Claude model name, so cache_breakpoints marks.
+        with_marks = await apply_strategies(prompt, _MARK, dataclasses.replace(ctx, model=marker))
+        r = self.plain.observe(run.model, prompt, self.tools, remember=remember)
+        m = self.marked.observe(run.model, with_marks, self.tools, remember=remember)
+        splits = {
+            "auto": auto_split(r),
+            "breakpoints": breakpoints_split(m, with_marks, minimum),
+            "end_breakpoint": end_breakpoint_split(r, body_tokens(r), minimum),
+        }
+        cost = {key: run.prices.cost(r.prompt_tokens, split) for key, split in splits.items()}
+        return r, splits, cost
+
+    async def readback(
+        self, prompt: Messages, rounds: Sequence[Messages], ctx: StrategyContext
+    ) -> Readback:
+        """The read-back calls after ``prompt``'s, each priced against the one before it (which
+        it extends); the next call point is measured against ``prompt``, whose call cached it."""
+        run = self.run
+        fork = _Pricing(run, PrefixTracker(run.counter), PrefixTracker(run.counter), self.tools)
+        await fork.call(prompt, ctx)  # what the provider holds after the point's own call
+        sent = list(prompt)
+        cost = dict.fromkeys(CACHING_MODELS, 0.0)
+        reads = dict.fromkeys(CACHING_MODELS, 0)
+        writes = dict.fromkeys(CACHING_MODELS, 0)
+        output = 0
+        for extra in rounds:
+            sent += extra
+            r, splits, priced = await fork.call(sent, ctx)
+            out = run.counter.message_tokens(run.model, extra[0])
+            output += out
+            for key in CACHING_MODELS:
+                cost[key] += priced[key] + out * run.prices.output
+                reads[key] += splits[key].reads
+                writes[key] += splits[key].writes
+        summed = {key: Split(reads[key], writes[key]) for key in CACHING_MODELS}
+        return Readback(len(rounds), r.prompt_tokens, output, summed, cost)
+
+
+def _shown(messages: Messages, prompt: Messages, lost: Sequence[Lost]) -> dict[int, Any]:
+    """What ``prompt`` shows of each original a lost reference's handle points to."""
+    wanted = {
+        str(messages[item.pointed].get("tool_call_id")): item.pointed
+        for item in lost
+        if item.recoverable
+    }
+    return {
+        wanted[str(m.get("tool_call_id"))]: m
+        for m in prompt
+        if m.get("role") == "tool" and str(m.get("tool_call_id")) in wanted
+    }
 
 
 @dataclasses.dataclass(slots=True)

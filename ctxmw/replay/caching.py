@@ -74,6 +74,8 @@ class Prices:
         cache_read: a prompt token read from the cache.
         cache_write: a prompt token written to the cache.
         source: where each price came from (``litellm`` or the documented fallback).
+        tiers: the prompt sizes above which litellm prices the model differently.
+        output: a generated token (what a read-back's own call costs beside its prompt).
     """
 
     model: str
@@ -82,6 +84,7 @@ class Prices:
     cache_write: float
     source: dict[str, str]
     tiers: tuple[int, ...] = ()
+    output: float = 0.0
     _rates: dict[int, tuple[float, float, float]] = field(
         default_factory=dict, compare=False, repr=False
     )
@@ -146,7 +149,9 @@ def model_prices(model: str) -> Prices:
         read, source["cache_read"] = price, "input price (litellm has none)"
     if not isinstance(write, int | float):
         write, source["cache_write"] = price * WRITE_PREMIUM, f"{WRITE_PREMIUM}x input"
-    return Prices(model, float(price), float(read), float(write), source, _tiers(info))
+    output = info.get("output_cost_per_token")
+    output = float(output) if isinstance(output, int | float) else float(price)
+    return Prices(model, float(price), float(read), float(write), source, _tiers(info), output)
 
 
 def _tiers(info: dict[str, Any]) -> tuple[int, ...]:

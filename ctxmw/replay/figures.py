@@ -9,6 +9,7 @@ from typing import Any
 from ctxmw.replay.caching import CACHING_MODELS, Prices, Split
 from ctxmw.replay.loss import CallLoss
 from ctxmw.replay.optimal import Optimum
+from ctxmw.replay.readbacks import Readback
 
 __all__ = ["CallFigures", "ReplayResult", "Retention", "StrategyFigures", "retention"]
 
@@ -26,9 +27,11 @@ class CallFigures:
             without the reply primer, so an unbroken prefix reuses all of it.
         broke: the previous prompt is not a prefix of this one.
         splits: cache reads and writes per caching model.
-        cost: USD per caching model.
+        cost: USD per caching model, without the read-back.
         loss: the references of this call point and what the prompt shows of them
             (:mod:`ctxmw.replay.loss`).
+        readback: the extra call this point paid to read back what its next action needed
+            only behind a handle (:mod:`ctxmw.replay.readbacks`); None when it needed none.
     """
 
     transcript: int
@@ -40,6 +43,11 @@ class CallFigures:
     splits: dict[str, Split]
     cost: dict[str, float]
     loss: CallLoss = field(default_factory=CallLoss)
+    readback: Readback | None = None
+
+    def total(self, key: str) -> float:
+        """USD of this call point under caching model ``key``, its read-back included."""
+        return self.cost[key] + (self.readback.cost[key] if self.readback is not None else 0.0)
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,8 +160,18 @@ class StrategyFigures:
 
     @property
     def cost(self) -> dict[str, float]:
-        """USD per caching model, summed over every call point."""
+        """USD per caching model, summed over every call point, read-backs included."""
+        return {key: sum(c.total(key) for c in self.calls) for key in CACHING_MODELS}
+
+    @property
+    def cost_without_readbacks(self) -> dict[str, float]:
+        """USD per caching model of the call points alone, as if reading back were free."""
         return {key: sum(c.cost[key] for c in self.calls) for key in CACHING_MODELS}
+
+    @property
+    def readback_calls(self) -> int:
+        """Extra calls paid to read back what a next action needed only behind a handle."""
+        return sum(c.readback.calls for c in self.calls if c.readback is not None)
 
     @property
     def references(self) -> int:
@@ -167,7 +185,7 @@ class StrategyFigures:
 
     @property
     def recoverable(self) -> int:
-        """References only behind an offload handle."""
+        """References only behind a read-back handle."""
         return sum(c.loss.recoverable for c in self.calls)
 
     @property
@@ -186,9 +204,15 @@ class StrategyFigures:
         return self.recoverable / self.references if self.references else 0.0
 
     def cache_tokens(self, kind: str) -> dict[str, int]:
-        """Cache ``reads`` or ``writes`` per caching model, summed over every call point."""
+        """Cache ``reads`` or ``writes`` per caching model, summed over every call (read-backs
+        included)."""
         return {
-            key: sum(getattr(c.splits[key], kind) for c in self.calls) for key in CACHING_MODELS
+            key: sum(
+                getattr(c.splits[key], kind)
+                + (getattr(c.readback.splits[key], kind) if c.readback is not None else 0)
+                for c in self.calls
+            )
+            for key in CACHING_MODELS
         }
 
 
@@ -257,6 +281,7 @@ class ReplayResult:
             "model": self.prices.model,
             "prices": {
                 "input": self.prices.input,
+                "output": self.prices.output,
                 "cache_read": self.prices.cache_read,
                 "cache_write": self.prices.cache_write,
                 "source": dict(self.prices.source),
@@ -313,7 +338,11 @@ class ReplayResult:
             "recoverable_share": round(s.recoverable_share, 6),
             "cache_read_tokens": s.cache_tokens("reads"),
             "cache_write_tokens": s.cache_tokens("writes"),
+            "readback_calls": s.readback_calls,
             "cost": {key: round(value, 6) for key, value in s.cost.items()},
+            "cost_without_readbacks": {
+                key: round(value, 6) for key, value in s.cost_without_readbacks.items()
+            },
             "cost_ratio_to_none": {
                 key: None if value is None else round(value, 6)
                 for key, value in self.ratio_to_baseline(name).items()

@@ -14,7 +14,7 @@ from ctxmw.telemetry.plot import pyplot
 
 __all__ = ["format_table", "plot_replay"]
 
-_COST_HEADERS = ("strategies", *CACHING_MODELS, "hidden", "recoverable")
+_COST_HEADERS = ("strategies", *CACHING_MODELS, "read-backs", "hidden", "recoverable")
 _SHAPE_HEADERS = (
     "strategies",
     "reuse",
@@ -67,7 +67,8 @@ def _aligned(rows: list[list[str]]) -> list[str]:
 def _cost_row(result: ReplayResult, s: StrategyFigures) -> list[str]:
     ratios, best = result.ratio_to_baseline(s.name), result.ratio_to_optimal(s.name)
     costs = [_cost(s.cost[key], ratios[key], best[key]) for key in CACHING_MODELS]
-    return [s.name, *costs, f"{s.hidden_share:.1%}", f"{s.recoverable_share:.1%}"]
+    hidden, recoverable = f"{s.hidden_share:.1%}", f"{s.recoverable_share:.1%}"
+    return [s.name, *costs, f"{s.readback_calls:,}", hidden, recoverable]
 
 
 def _shape_row(s: StrategyFigures) -> list[str]:
@@ -91,7 +92,7 @@ def _optimal_row(result: ReplayResult, best: Optimum) -> list[str]:
         _cost(best.cost[key], best.cost[key] / base[key] if base[key] else None, 1.0)
         for key in CACHING_MODELS
     ]
-    return ["optimal (the limit)", *costs, "", ""]
+    return ["optimal (the limit)", *costs, "", "", ""]
 
 
 def _cost(dollars: float, ratio: float | None, optimal: float | None) -> str:
@@ -104,17 +105,20 @@ def _ratio(value: float | None) -> str:
 
 def _legend(results: int) -> list[str]:
     return [
-        "auto, breakpoints, end_breakpoint: the cost under each caching model, then x none, then "
-        "x optimal (n/a: not",
-        "computed). auto = OpenAI-style prefix caching, breakpoints = marks placed by "
-        "cache_breakpoints, end_breakpoint = one",
-        "mark at the end of every prompt. optimal: the cheapest boundary schedule of the "
-        "default's tiers (exact for auto and",
-        "end_breakpoint, a lower bound for breakpoints; strategies with other tiers can beat it).",
-        "hidden: of the references (at every call, the strings of the recorded next message that "
-        "first appeared in a tool",
-        "result), the share the prompt no longer showed; recoverable: the share only behind an "
-        "offload handle (ctxmw_expand).",
+        "auto, breakpoints, end_breakpoint: the cost under each caching model, read-backs "
+        "included, then x none, then x",
+        "optimal (n/a: not computed). auto = OpenAI-style prefix caching, breakpoints = marks "
+        "placed by cache_breakpoints,",
+        "end_breakpoint = one mark at the end of every prompt. optimal: the cheapest boundary "
+        "schedule of the default's tiers",
+        "and compaction (exact for auto and end_breakpoint, a lower bound for breakpoints; "
+        "other tiers can beat it).",
+        "read-backs: extra calls the model made to read back (ctxmw_expand) what its next "
+        "message needed and the prompt",
+        "showed only behind a handle. hidden: of the references (at every call, the strings of "
+        "the recorded next message that",
+        "first appeared in a tool result), the share the prompt no longer showed; recoverable: "
+        "the share only behind a handle.",
         "reuse: share of each previous prompt repeated as this prompt's prefix (token-weighted); "
         "breaks: calls whose previous",
         "prompt is not a prefix; >window: calls over the window; full / compacted / cleared: of "
@@ -153,5 +157,5 @@ def _draw_tokens(ax: Any, result: ReplayResult) -> None:
 
 def _draw_cost(ax: Any, result: ReplayResult, key: str) -> None:
     for s in result.strategies.values():
-        ax.plot(list(accumulate(c.cost[key] for c in s.calls)), label=s.name, linewidth=1)
+        ax.plot(list(accumulate(c.total(key) for c in s.calls)), label=s.name, linewidth=1)
     ax.set_ylabel(f"cumulative $ ({key})")

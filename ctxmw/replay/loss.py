@@ -23,8 +23,10 @@ Definitions (replay measures these at every call point, for every strategy list)
   a tool result to know it.
 - A reference is **shown** when it occurs anywhere in the prompt built at that call (the text of
   any message, tool-call arguments included); **recoverable** when not shown, but inside an
-  original that the prompt points to by an offload handle (``[ctxmw offload HANDLE: ...``),
-  which ``ctxmw_expand`` reads back; **gone** otherwise. "Occurs" means as a substring.
+  original that the prompt points to by a read-back handle (a compacted result's
+  ``ctxmw_expand handle HANDLE``, or an offload preview's ``[ctxmw offload HANDLE: ...``),
+  which ``ctxmw_expand`` reads back at the price of one more model call; **gone** otherwise.
+  "Occurs" means as a substring.
 - **Hidden share**: gone / references (and recoverable / references apart), per transcript and
   strategy list, summed over every call point.
 
@@ -45,9 +47,9 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from ctxmw.context.offload import handle_for
+from ctxmw.context.readback import handles_in
 from ctxmw.context.survival import content_text, message_text
 from ctxmw.messages.form import call_arguments, role_of, tool_calls_of
-from ctxmw.strategies.offload import MARK
 
 __all__ = ["MIN_LENGTH", "CallLoss", "Lost", "ReferenceIndex", "distinctive"]
 
@@ -57,7 +59,6 @@ MIN_LENGTH = 8
 _RUN = re.compile(r"[A-Za-z0-9_./:\-]+")
 _TRIM = "./:-"
 _MARK = re.compile(r"[0-9_./:]|[A-Za-z0-9]-[A-Za-z0-9]|[a-z][A-Z]|[A-Z][A-Z][a-z]")
-_HANDLE = re.compile(re.escape(MARK) + r"([0-9a-f]+):")
 _SHOWN: dict[bool, Literal["compacted", "dropped"]] = {True: "compacted", False: "dropped"}
 _SEPARATOR = "\0"  # never inside a token: no search crosses from one message into the next
 
@@ -107,15 +108,18 @@ class Lost:
     Attributes:
         text: the string.
         source: index of the tool result it first occurred in.
-        recoverable: behind an offload handle the prompt shows (else gone).
+        recoverable: behind a read-back handle the prompt shows (else gone).
         source_shown: how the prompt shows that result: ``compacted`` (changed, a placeholder
             included) or ``dropped`` (not at all).
+        pointed: index of the original holding it that a handle in the prompt points to
+            (-1 when gone): what a read-back reads.
     """
 
     text: str
     source: int
     recoverable: bool
     source_shown: Literal["compacted", "dropped"]
+    pointed: int = -1
 
 
 @dataclass(frozen=True, slots=True)
@@ -128,7 +132,7 @@ class CallLoss:
 
     @property
     def recoverable(self) -> int:
-        """References only behind an offload handle."""
+        """References only behind a read-back handle."""
         return sum(1 for item in self.lost if item.recoverable)
 
     @property
@@ -227,11 +231,12 @@ class ReferenceIndex:
     def _lost(self, text: str, where: list[int], pointed: set[int], results: set[Any]) -> Lost:
         source = where[0]
         shown = self._messages[source].get("tool_call_id") in results
-        return Lost(text, source, any(j in pointed for j in where), _SHOWN[shown])
+        at = next((j for j in reversed(where) if j in pointed), -1)
+        return Lost(text, source, at >= 0, _SHOWN[shown], at)
 
     def _pointed(self, seen: str) -> set[int]:
-        """The originals the prompt's offload handles point to."""
-        handles = _HANDLE.findall(seen)
+        """The originals the prompt's read-back handles point to."""
+        handles = handles_in(seen)
         if not handles:
             return set()
         table = self._handle_table()

@@ -19,7 +19,8 @@ steps per caching model, seconds in pure Python), after rendering the transcript
 boundary (``O(T * M)`` for ``M`` messages). A prompt over the window is allowed only where no
 boundary could avoid it.
 
-Each call is priced as the replay prices it, with real token counts of the rendered prompts:
+Each call is priced as the replay prices it, with real token counts of the prompts rendered as
+the default renders them (its compacted lines, their read-back handles, the tools it declares):
 ``auto`` and ``end_breakpoint`` exactly; ``breakpoints`` as a lower bound (a move reads the whole
 common prefix, as if a mark sat wherever it pays). Retention is not part of the optimum: it is
 the cheapest these tiers can be, not a recommendation to show the model less.
@@ -30,14 +31,16 @@ from __future__ import annotations
 import math
 from bisect import bisect_left
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
 
 from ctxmw.messages._memo import session_memo
 from ctxmw.messages.canonical import canonical_bytes
 from ctxmw.messages.pairs import index_tools
+from ctxmw.replay._optimal_readbacks import Readbacks
 from ctxmw.replay.caching import CACHING_MODELS, Prices
+from ctxmw.replay.loss import ReferenceIndex
 from ctxmw.settings import Settings
 from ctxmw.strategies._epochs import apply_plan
 from ctxmw.strategies.shorten_tools_economic import boundary_plan
@@ -80,6 +83,8 @@ class _Render:
         cumulative: ``cumulative[j]`` = tokens of the first ``j`` head messages.
         cut: original index where the unchanged tail starts.
         base: the transcript as it is, which holds the tail (None: this is it).
+        forms: what the head shows of each original before ``cut``, by original index (an
+            original it drops is absent): what a read-back needs to know.
     """
 
     keys: list[int]
@@ -87,6 +92,7 @@ class _Render:
     cumulative: list[int]
     cut: int
     base: _Render | None = None
+    forms: dict[int, Any] = field(default_factory=dict)
 
     def length(self, point: int) -> int:
         """Prompt messages sent at ``point`` (``messages[:point]``)."""
@@ -126,6 +132,7 @@ def optimal_schedule(
     window: int,
     minimum: int,
     tools: Sequence[Mapping[str, Any]] | None = None,
+    references: ReferenceIndex | None = None,
     progress: Callable[[int, int], None] | None = None,
 ) -> Optimum:
     """The cheapest boundary schedule of ``messages`` over its call ``points``.
@@ -140,6 +147,9 @@ def optimal_schedule(
         window: prompts over it are allowed only where every boundary exceeds it.
         minimum: the breakpoint models' smallest cached prompt.
         tools: the tool definitions leading every prompt.
+        references: the transcript's references: a call point whose next action needs what a
+            boundary shows only behind a read-back handle pays the read-back call there
+            (:mod:`ctxmw.replay.readbacks`); None prices no read-back.
         progress: called with ``(done, of)`` after each boundary is rendered (most of the
             time goes there).
     """
@@ -159,7 +169,11 @@ def optimal_schedule(
                 progress(len(renders), len(boundaries))
     tools_tokens = counter.tools_tokens(model, tools, _has_system(messages)) if tools else 0
     fixed = (tools_tokens, counter.overhead_tokens(model))
-    best = _Solver(renders, points, fixed, window).solve(prices, minimum)
+    readbacks = None
+    if references is not None:
+        chars = settings.readback_max_chars
+        readbacks = Readbacks(messages, points, renders, references, counter, model, chars)
+    best = _Solver(renders, points, fixed, window, readbacks).solve(prices, minimum)
     return Optimum({k: v[0] for k, v in best.items()}, {k: v[1] for k, v in best.items()})
 
 
@@ -203,13 +217,26 @@ class _Builder:
             cut, base = self.index.calls[boundary - 1].result_index + 1, self.render(0)
             ctx = StrategyContext(settings=self.settings)
             plan = boundary_plan(n, boundary, 0, 1, self.settings)
-            out = apply_plan(self.messages[:cut], self.index, plan, ctx, "optimal")
+            s = self.settings
+            out = apply_plan(
+                self.messages[:cut],
+                self.index,
+                plan,
+                ctx,
+                "optimal",
+                lines=s.economic_compacted_result_chars,
+                handles=s.readback,
+                whole=s.economic_whole_tools,
+            )
         keys, anchors, tokens = [], [], []
+        forms: dict[int, Any] = {}
         pending = cut  # the compaction notice takes the index of the message after it
         for msg in reversed(out):
             origin = self._anchor(msg)
             if origin is None:
                 origin = pending
+            elif base is not None:
+                forms[origin] = msg
             pending = origin
             key, count = self._measure(msg, self._origin.get(id(msg)))
             keys.append(key)
@@ -218,7 +245,7 @@ class _Builder:
         keys.reverse()
         anchors.reverse()
         tokens.reverse()
-        return _Render(keys, anchors, list(accumulate(tokens, initial=0)), cut, base)
+        return _Render(keys, anchors, list(accumulate(tokens, initial=0)), cut, base, forms)
 
     def _anchor(self, msg: Any) -> int | None:
         i = self._origin.get(id(msg))
@@ -251,18 +278,24 @@ class _Solver:
         points: Sequence[int],
         fixed: tuple[int, int],
         window: int,
+        readbacks: Readbacks | None = None,
     ) -> None:
         # State j: the last move was at call point j - 1 (j = 0: never moved); render j.
         self.renders, self.points = renders, points
         self.tools, self.overhead = fixed
         self.window = window
+        self.readbacks = readbacks
         self._diffs: dict[tuple[int, int], int] = {}
 
     def solve(self, prices: Prices, minimum: int) -> dict[str, tuple[float, int]]:
         """(cost, moves) of the cheapest schedule, per caching model."""
         bodies = [self._body(r, 0) for r in self.renders[:2]]
         best = {
-            k: [_price(k, prices, minimum, b + self.overhead, b, 0, False) for b in bodies]
+            k: [
+                _price(k, prices, minimum, b + self.overhead, b, 0, False)
+                + self._readback(k, prices, minimum, 0, j, b)
+                for j, b in enumerate(bodies)
+            ]
             for k in CACHING_MODELS
         }
         moves = {k: [0, 1] for k in CACHING_MODELS}
@@ -280,6 +313,7 @@ class _Solver:
                     + _price(
                         k, prices, minimum, bodies[j] + self.overhead, bodies[j], previous[j], True
                     )
+                    + self._readback(k, prices, minimum, t, j, bodies[j])
                     for j in range(t + 1)
                 ]
                 prompt = bodies[t + 1] + self.overhead
@@ -287,6 +321,7 @@ class _Solver:
                     (row[j] + _price(k, prices, minimum, prompt, bodies[t + 1], *moved[j]), j)
                     for j in range(t + 1)
                 )
+                cost += self._readback(k, prices, minimum, t, t + 1, bodies[t + 1])
                 best[k] = [*stay, cost]
                 moves[k] = [*count, count[parent] + 1]
         result = {}
@@ -294,6 +329,20 @@ class _Solver:
             total, j = min((c, j) for j, c in enumerate(best[k]))
             result[k] = (total, moves[k][j])
         return result
+
+    def _readback(self, key: str, prices: Prices, minimum: int, t: int, j: int, body: int) -> float:
+        """The read-back calls at call point ``t`` in state ``j`` (0.0 when none is needed):
+        each reads the prompt before it from the cache, writes its round and the model's call
+        is output."""
+        rounds = self.readbacks.extra(t, j) if self.readbacks is not None else None
+        cost = 0.0
+        for added, output in rounds or ():
+            cost += _price(
+                key, prices, minimum, body + added + self.overhead, body + added, body, True
+            )
+            cost += output * prices.output
+            body += added
+        return cost
 
     def _body(self, r: _Render, t: int) -> int:
         return self.tools + r.tokens(r.length(self.points[t]))

@@ -73,7 +73,7 @@ def wire_offload(
         strategies = [bound if name == "offload" else (name, s) for name, s in strategies]
     else:
         strategies = [bound, *strategies]
-    _add_tool(tools, expand_tool(store, settings.offload_expand_max_chars))
+    _add_tool(tools, expand_tool(store, settings.readback_max_chars))
     return strategies, store
 
 

@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        20,
+        5,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
@@ -150,21 +150,33 @@ class Settings(BaseSettings):
         description="shorten_tools_economic: calls kept compacted before the full window.",
     )
     economic_compacted_result_chars: int = Field(
-        1200,
+        600,
         ge=0,
         description="shorten_tools_economic: characters of whole lines a compacted result keeps "
         "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
         "0: its head and tail, short_output_length characters, like the other strategies.",
     )
+    economic_whole_tools: Annotated[list[str], NoDecode] = Field(
+        ["Task", "Agent"],
+        description="shorten_tools_economic: tools whose results are reports the agent asked "
+        "for (a subagent's answer): kept whole through the compacted tier, dropped with it "
+        "(env: a JSON list).",
+    )
+    readback: bool = Field(
+        True,
+        description="shorten_tools_economic: a compacted result's header names a handle, and "
+        "ctxmw answers the model's ctxmw_expand calls with any of its lines, read back from the "
+        "conversation itself (false: compacted results cannot be read back).",
+    )
     economic_break_even: float = Field(
-        2.0,
+        1.0,
         gt=0,
         description="shorten_tools_economic: move the boundary once the rent paid since the last "
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
         "break-even; 2.0 risks less against sending everything).",
     )
     economic_guard: float | None = Field(
-        1.05,
+        1.04,
         ge=1.0,
         description="shorten_tools_economic under breakpoint caching: a move waits while it "
         "would take the schedule's estimated running cost over this multiple of what sending "
@@ -331,8 +343,11 @@ class Settings(BaseSettings):
     offload_preview_chars: int = Field(
         1500, ge=0, description="offload: characters of the result the preview shows."
     )
-    offload_expand_max_chars: int = Field(
-        8000, ge=1, description="offload: the most characters one ctxmw_expand call returns."
+    readback_max_chars: int = Field(
+        8000,
+        ge=1,
+        description="ctxmw_expand (read-back of compacted and offloaded results): the most "
+        "characters one answer returns.",
     )
     # --- end of the offload block --------------------------------------------------------------
 
@@ -347,7 +362,12 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: str | None) -> str | None:
         return _checks.empty_is_unset(value)
 
-    @field_validator("durable_patterns", "clear_tool_results_exclude_tools", mode="before")
+    @field_validator(
+        "durable_patterns",
+        "clear_tool_results_exclude_tools",
+        "economic_whole_tools",
+        mode="before",
+    )
     @classmethod
     def _json_list(cls, value: Any) -> Any:
         return _checks.json_list(value)

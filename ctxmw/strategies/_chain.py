@@ -16,13 +16,25 @@ from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
 
-__all__ = ["ARGUMENT", "apply_strategies", "prepare_prompt", "resolve_strategies"]
+__all__ = ["ARGUMENT", "apply_strategies", "prepare_prompt", "reads_back", "resolve_strategies"]
 
 NamedStrategy = tuple[str, Strategy]
 
 ARGUMENT = "the prompt_strategies argument"
 """Where a strategy list given to a function came from, as an unknown name's error says it."""
 _VARIABLE = "CTXMW_PROMPT_STRATEGIES"
+
+_HANDLE_MAKERS = ("shorten_tools_economic",)
+"""The strategies whose compacted results name a read-back handle when ``readback`` is on."""
+
+
+def reads_back(chain: Sequence[str], settings: Settings) -> bool:
+    """Whether a chain's prompts can name read-back handles, so every call of the conversation
+    declares ``ctxmw_expand`` (:data:`~ctxmw.context.readback.READBACK_TOOL`) and ctxmw answers
+    it: ``offload`` is in the chain, or a strategy that makes handles with ``readback`` on."""
+    if "offload" in chain:
+        return True
+    return settings.readback and any(name in chain for name in _HANDLE_MAKERS)
 
 
 async def prepare_prompt(

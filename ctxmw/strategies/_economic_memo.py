@@ -59,12 +59,14 @@ class SizeTable:
     """Running sums of estimated tokens (characters / 4), extended message by message.
 
     ``other[i]``: what messages ``[:i]`` always show; ``full[f]`` / ``compacted[f]``: calls
-    ``1..f`` shown full / compacted; ``results_at[f - 1]``: message index of call ``f``'s
-    result. Division by four is exact in binary floating point, so a running sum continued
-    from a stored value equals the sum taken afresh.
+    ``1..f`` shown full / compacted (a result of one of the ``whole`` tools stays full);
+    ``results_at[f - 1]``: message index of call ``f``'s result. Division by four is exact in
+    binary floating point, so a running sum continued from a stored value equals the sum taken
+    afresh.
     """
 
     caps: tuple[int, int]
+    whole: frozenset[str] = frozenset()
     results_at: list[int] = field(default_factory=list)
     other: list[float] = field(default_factory=lambda: [0.0])
     full: list[float] = field(default_factory=lambda: [0.0])
@@ -74,7 +76,8 @@ class SizeTable:
     def for_settings(cls, settings: Settings) -> SizeTable:
         """An empty table with the compacted caps of ``settings`` (the economic strategy's)."""
         result = settings.economic_compacted_result_chars or settings.short_output_length
-        return cls((result + _MARKER, settings.short_string_length + _MARKER))
+        caps = (result + _MARKER, settings.short_string_length + _MARKER)
+        return cls(caps, frozenset(settings.economic_whole_tools))
 
     def cut(self, start: int, calls: int) -> None:
         """Forget messages ``start..`` and calls ``calls + 1..``."""
@@ -98,7 +101,8 @@ class SizeTable:
             args = len(str(call.arguments or ""))
             # Summed as measured before: the arguments (their group comes first), then the result.
             full += 0.0 + args + result
-            compacted += 0.0 + min(args, arg_cap) + min(result, out_cap)
+            kept = result if call.name in self.whole else min(result, out_cap)
+            compacted += 0.0 + min(args, arg_cap) + kept
             self.full.append(full / CHARS_PER_TOKEN)
             self.compacted.append(compacted / CHARS_PER_TOKEN)
             self.results_at.append(call.result_index)

@@ -7,7 +7,7 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from ctxmw.messages.pairs import Call, ToolIndex, call_key
-from ctxmw.strategies._notice import Reason, notice_fields, offloads_before
+from ctxmw.strategies._notice import Reason, Recovery, notice_fields, offloads_before
 from ctxmw.strategies._regions import Region, render
 from ctxmw.types import Messages, StrategyContext
 
@@ -69,17 +69,21 @@ def apply_plan(
     *,
     reason: Reason = "cost",
     lines: int = 0,
+    handles: bool = False,
+    whole: Collection[str] = (),
 ) -> Messages:
     """Render ``plan`` (regions by reverse position, repeats protected) and report its stats.
 
     ``reason``: why the notice says this was done (cost or the window); ``lines``: compacted
     results keep this many characters of whole lines (:func:`~ctxmw.messages.outline.outline`;
-    0: head and tail).
+    0: head and tail); ``handles``: their headers name a read-back handle; ``whole``: tools
+    whose results stay full in the compacted tier (they are dropped with it).
     With a session memo, the previous call's output is reused up to the first message whose
     region changed (:func:`~ctxmw.strategies._regions.render`).
     """
     protected = index.protected(plan.pinned)
-    regions = plan_regions(index, plan, protected)
+    kept_whole = _whole(index, plan, whole)
+    regions = plan_regions(index, plan, protected | kept_whole if kept_whole else protected)
     out, counts = render(
         messages,
         index,
@@ -90,13 +94,30 @@ def apply_plan(
         memo=ctx.memo,
         owner=name,
         paired=True,
-        fields=notice_fields(reason, offloads_before(ctx.chain, name)),
+        fields=notice_fields(reason, _recovery(ctx.chain, name, bool(lines) and handles)),
         lines=lines,
+        handles=handles,
     )
     stats: dict[str, Any] = asdict(plan)
     stats.update(asdict(counts), protected=len(protected))
     ctx.stats[name] = stats
     return out
+
+
+def _whole(index: ToolIndex, plan: EpochPlan, names: Collection[str]) -> frozenset[int]:
+    """Forward numbers of the compacted tier's calls of the ``names`` tools."""
+    if not names:
+        return frozenset()
+    n = len(index.calls)
+    tier = index.calls[max(n - plan.truncate_to, 0) : max(n - plan.keep_full, 0)]
+    return frozenset(call.f for call in tier if call.name in names)
+
+
+def _recovery(chain: Sequence[str], name: str, handles: bool) -> Recovery:
+    """How the notice says content comes back: by handles, by offload previews, or not."""
+    if handles:
+        return "readback"
+    return "offload" if offloads_before(chain, name) else "none"
 
 
 def plan_regions(index: ToolIndex, plan: EpochPlan, protected: Collection[int]) -> bytes:

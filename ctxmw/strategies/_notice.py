@@ -11,9 +11,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Literal
 
-__all__ = ["REASONS", "RECOVER", "Reason", "notice_fields", "offloads_before"]
+__all__ = ["REASONS", "RECOVER", "Reason", "Recovery", "notice_fields", "offloads_before"]
 
 Reason = Literal["cost", "window"]
+Recovery = Literal["readback", "offload", "none"]
+"""How shortened content comes back: by the handles of compacted results, by offload
+previews' handles, or not at all."""
 
 REASONS: dict[Reason, str] = {
     "cost": "To save cost (every call sends the whole conversation again)",
@@ -21,19 +24,23 @@ REASONS: dict[Reason, str] = {
 }
 """How the notice opens, per reason."""
 
-RECOVER: dict[bool, str] = {
-    True: "A compacted result that shows a '[ctxmw offload HANDLE: ...' line can be read back in "
-    "full: call ctxmw_expand with that handle. A removed result cannot be read back: if you need "
-    "it, run the tool again.",
-    False: "Compacted and removed content cannot be read back from this conversation: if you need "
-    "the exact text of an older result, run the tool again.",
+RECOVER: dict[Recovery, str] = {
+    "readback": "A compacted result shows some of its lines under a header naming a handle: "
+    'ctxmw_expand reads any of its lines back exactly ({"handle": "...", "start": 120, "end": '
+    '180}, or "pattern": "text to find"). A removed result cannot be read back: if you need it, '
+    "run the tool again.",
+    "offload": "A compacted result that shows a '[ctxmw offload HANDLE: ...' line can be read "
+    "back in full: call ctxmw_expand with that handle. A removed result cannot be read back: if "
+    "you need it, run the tool again.",
+    "none": "Compacted and removed content cannot be read back from this conversation: if you "
+    "need the exact text of an older result, run the tool again.",
 }
-"""What the notice says about getting content back: with offload before the strategy, or not."""
+"""What the notice says about getting content back."""
 
 
-def notice_fields(reason: Reason, recoverable: bool) -> dict[str, str]:
+def notice_fields(reason: Reason, recovery: Recovery) -> dict[str, str]:
     """The ``{reason}`` and ``{recover}`` fields of the notice."""
-    return {"reason": REASONS[reason], "recover": RECOVER[recoverable]}
+    return {"reason": REASONS[reason], "recover": RECOVER[recovery]}
 
 
 def offloads_before(chain: Sequence[str], name: str) -> bool:

@@ -12,6 +12,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxmw.context._record import handle_for
 from ctxmw.context.compressors import apply_compressor, compressor_registry, get_compressor
 from ctxmw.history import MAX_MEMO_MESSAGES, kept_copy
 from ctxmw.messages.outline import outline
@@ -57,6 +58,7 @@ def render(
     paired: bool = False,
     fields: Mapping[str, str] | None = None,
     lines: int = 0,
+    handles: bool = False,
 ) -> tuple[Messages, Counts]:
     """Build the prompt for the given regions (indexed by forward number - 1).
 
@@ -78,17 +80,19 @@ def render(
         lines: a compacted text result keeps this many characters of whole lines
             (:func:`~ctxmw.messages.outline.outline`) rather than its head and tail (0); a
             tool's registered compressor still comes first.
+        handles: with ``lines``, a compacted result's header names its read-back handle
+            (:mod:`ctxmw.context.readback`), so the model can read any line of it back.
     """
     calls, results = bytes(call_side), bytes(result_side)
     if not paired:
         calls, results = keep_pairs(index, calls, results)
-    key = (*_render_key(settings, notice), lines)
+    key = (*_render_key(settings, notice), lines, handles)
     slot = f"render:{owner}"
     # Taken out while it is cut and extended in place: a render that raises leaves no half.
     state = memo.pop(slot, None) if memo is not None else None
     reused = state is not None and state.reuse(messages, index, calls, results, key)
     done = state if state is not None and reused else Rendered.empty(key)
-    _extend(done, messages, index, calls, results, settings, lines)
+    _extend(done, messages, index, calls, results, settings, lines, handles)
     if memo is not None:
         if len(messages) <= MAX_MEMO_MESSAGES:
             memo[slot] = done
@@ -116,12 +120,13 @@ def _extend(
     results: bytes,
     settings: Settings,
     lines: int,
+    handles: bool,
 ) -> None:
     """Render ``messages`` past the kept head (``done.done`` messages)."""
     groups = index.groups
     for i in range(done.done, len(messages)):
         msg = messages[i]
-        new = _render_one(i, msg, index, calls, results, settings, lines)
+        new = _render_one(i, msg, index, calls, results, settings, lines, handles)
         done.add(i, msg, new, i in groups)
     done.inputs = kept_copy(messages)
     done.calls, done.results = calls, results
@@ -147,7 +152,7 @@ def _prompt(
     text = settings.compaction_notice.format(
         compacted=counts.messages_compacted,
         dropped=counts.messages_dropped,
-        **(fields if fields is not None else notice_fields("cost", False)),
+        **(fields if fields is not None else notice_fields("cost", "none")),
     )
     if done.notice is None or done.notice["content"] != text:
         done.notice = {"role": "user", "content": text}
@@ -171,6 +176,7 @@ def _render_one(
     results: bytes,
     settings: Settings,
     lines: int = 0,
+    handles: bool = False,
 ) -> Any:
     members = index.groups.get(i)
     if members is not None:
@@ -186,7 +192,8 @@ def _render_one(
     content = msg.get("content")
     call = index.calls[f - 1]
     if lines and isinstance(content, str) and get_compressor(call.name) is None:
-        short_text = outline(content, lines)
+        handle = handle_for(str(msg.get("tool_call_id")), content) if handles else None
+        short_text = outline(content, lines, handle)
         return msg if short_text is content else {**msg, "content": short_text}
     # A compressor registered for this tool replaces generic truncation (compacted tier only).
     short = apply_compressor(

@@ -146,7 +146,7 @@ def preview(content: str, handle: str, tool_name: str, arguments: Any, settings:
         body = content[:size]
         shown = f"the first {len(body)} characters"
         offset = len(body)
-    limit = settings.offload_expand_max_chars
+    limit = settings.readback_max_chars
     header = HEADER.format(
         chars=len(content), shown=shown, handle=handle, offset=offset, limit=limit
     )

@@ -87,6 +87,7 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         s.economic_full_tool_calls,
         s.economic_compacted_tool_calls,
         s.economic_break_even,
+        tuple(s.economic_whole_tools),
     )
 
     def make_step(table: SizeTable) -> Callable[[FoldState, int], FoldState]:
@@ -104,6 +105,8 @@ def shorten_tools_economic(messages: Messages, ctx: StrategyContext) -> Messages
         ctx,
         NAME,
         lines=s.economic_compacted_result_chars,
+        handles=s.readback,
+        whole=s.economic_whole_tools,
         reason=_reason(sizes_of(table, messages, index), index, fold.boundary, econ, s),
     )
     ctx.stats[NAME].update(

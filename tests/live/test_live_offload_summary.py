@@ -107,7 +107,7 @@ def _log(tag: str) -> str:
 
 
 LOGS = {name: _log(name.split(".")[0]) for name in ("a.log", "c.log", "b.log")}
-OFFLOAD = {"offload_threshold": 100, "offload_preview_chars": 80, "offload_expand_max_chars": 200}
+OFFLOAD = {"offload_threshold": 100, "offload_preview_chars": 80, "readback_max_chars": 200}
 
 
 def _call(call_id: str, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
