@@ -140,3 +140,22 @@ def test_the_head_is_sent_whole_at_every_call() -> None:
     assert abs(head - 2000) <= 10
     growth = {b.prompt_tokens - a.prompt_tokens for a, b in zip(bare, headed, strict=True)}
     assert growth == {head}
+
+
+def test_a_result_previewed_when_it_arrives_is_read_back_at_once() -> None:
+    # offload shows the newest read only as a preview: the model reads on from where it stops,
+    # though its next message quotes nothing of it.
+    chain = "offload,shorten_tools_economic,inbox,cache_breakpoints"
+    options = {"offload_threshold": 100, "offload_preview_chars": 200}
+    result = anyio.run(
+        lambda: replay(
+            {"t": reads_then_answer("nothing")},
+            [chain, "default"],
+            counter=ApproxCounter(),
+            optimal=False,
+            settings={**TINY, **options},
+        )
+    )
+    previewed = result.strategies[chain].calls
+    assert all(c.readback is not None and c.readback.calls == 1 for c in previewed[1:])
+    assert result.strategies["default"].readback_calls == 0  # late handles: fresh results whole

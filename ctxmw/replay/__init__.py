@@ -29,10 +29,12 @@ import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from ctxmw.context.readback import READBACK_TOOL
+from ctxmw.context.readback import READBACK_TOOL, handles_in
+from ctxmw.context.survival import message_text
 from ctxmw.context.tokens import input_window
 from ctxmw.errors import UsageError
 from ctxmw.messages.canonical import canonical_bytes
+from ctxmw.messages.form import role_of
 from ctxmw.messages.pairs import unique_call_ids
 from ctxmw.replay.caching import (
     CACHING_MODELS,
@@ -221,19 +223,22 @@ class _Run:
         tools: Sequence[Mapping[str, Any]] | None,
     ) -> Retention:
         pricing = _Pricing(self, PrefixTracker(self.counter), PrefixTracker(self.counter), tools)
-        previous = 0
+        previous, since = 0, 0
         last: tuple[Messages, Messages, dict[str, dict[str, Any]]] | None = None
         references = self.references[t]
         async for point, prompt, ctx in session_prompts(messages, chain, self.settings, self.model):
             r, splits, cost = await pricing.call(prompt, ctx)
             loss = references.measure(point, prompt)
-            shown = _shown(messages, prompt, loss.lost)
+            pointed = [item.pointed for item in loss.lost if item.recoverable]
+            new = [i for i in range(since, point) if role_of(messages[i]) == "tool"]
+            shown = _shown(messages, prompt, [*pointed, *new])
+            fresh = [i for i in new if i in shown and handles_in(message_text(shown[i]))]
             chars = self.settings.readback_max_chars
-            rounds = readback_rounds(messages, point, loss.lost, shown, chars)
+            rounds = readback_rounds(messages, point, loss.lost, shown, chars, fresh)
             readback = await pricing.readback(prompt, rounds, ctx) if rounds else None
             shape = (r.prompt_tokens, r.prefix_tokens, previous, r.broke)
             out.append(CallFigures(t, point, *shape, splits, cost, loss, readback))
-            previous = body_tokens(r)
+            previous, since = body_tokens(r), point
             last = (messages[:point], prompt, ctx.stats)
         return retention(*last) if last is not None else Retention()
 
@@ -292,17 +297,15 @@ class _Pricing:
         return Readback(len(rounds), r.prompt_tokens, output, summed, cost)
 
 
-def _shown(messages: Messages, prompt: Messages, lost: Sequence[Lost]) -> dict[int, Any]:
-    """What ``prompt`` shows of each original a lost reference's handle points to."""
-    wanted = {
-        str(messages[item.pointed].get("tool_call_id")): item.pointed
-        for item in lost
-        if item.recoverable
-    }
+def _shown(messages: Messages, prompt: Messages, originals: Sequence[int]) -> dict[int, Any]:
+    """What ``prompt`` shows of each of the ``originals`` (tool results) it changed, by index."""
+    wanted = {str(messages[i].get("tool_call_id")): i for i in originals}
     return {
         wanted[str(m.get("tool_call_id"))]: m
         for m in prompt
-        if m.get("role") == "tool" and str(m.get("tool_call_id")) in wanted
+        if m.get("role") == "tool"
+        and str(m.get("tool_call_id")) in wanted
+        and m is not messages[wanted[str(m.get("tool_call_id"))]]
     }
 
 

@@ -67,6 +67,7 @@ def readback_rounds(
     lost: Sequence[Lost],
     shown: Mapping[int, Any],
     max_chars: int,
+    fresh: Sequence[int] = (),
 ) -> list[list[Message]]:
     """The read-back rounds the model makes at ``point``, each one call and its answers.
 
@@ -74,7 +75,9 @@ def readback_rounds(
     lines they omit, so it reads the gap holding what it needs, a page (``max_chars``) per
     round, from the gap's first line; an offload preview names the offset where it stops, so
     it reads pages of characters from there. Handles are read side by side, one page of each
-    per round.
+    per round. A result the model asked for and was shown only as a preview when it arrived
+    (``fresh``) is read back at once, a page from where the preview stops, whether or not
+    its next action quotes it: the model has not seen what it asked for.
 
     Args:
         messages: the transcript.
@@ -83,8 +86,9 @@ def readback_rounds(
             recoverable ones are read back.
         shown: what the prompt shows of each original a handle points to, by its index.
         max_chars: the largest answer (``readback_max_chars``).
+        fresh: the results new at this point that the prompt shows only as a preview.
     """
-    wanted: dict[int, list[str]] = {}
+    wanted: dict[int, list[str]] = {i: [] for i in fresh}
     for item in lost:
         if item.recoverable:
             wanted.setdefault(item.pointed, []).append(item.text)

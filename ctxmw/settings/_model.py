@@ -139,7 +139,7 @@ class Settings(BaseSettings):
         "call's cache cold.",
     )
     economic_full_tool_calls: int = Field(
-        5,
+        3,
         ge=0,
         description="shorten_tools_economic: calls before the boundary kept full (every newer "
         "call is full too).",
@@ -169,7 +169,7 @@ class Settings(BaseSettings):
         "conversation itself (false: compacted results cannot be read back).",
     )
     economic_break_even: float = Field(
-        1.0,
+        2.0,
         gt=0,
         description="shorten_tools_economic: move the boundary once the rent paid since the last "
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
