@@ -78,7 +78,9 @@ def test_the_html_page_is_self_contained_and_holds_every_session(tmp_path: Path)
 def test_the_table_is_sorted_by_cost_with_hidden_and_read_backs_beside_it() -> None:
     records = [rec(n, 0, "dear") for n in range(4)] + [rec(0, 0, "free", cost_usd=None)]
     records += [rec(n, 0, "cheap", readback=n == 1) for n in range(2)]
-    data = report_data(records, hidden={"dear": 0.0, "cheap": 0.125})
+    data = report_data(
+        [{"readback": False, **r} for r in records], hidden={"dear": 0.0, "cheap": 0.125}
+    )
     assert [row["session"] for row in data["table"]] == ["cheap", "dear", "free"]
     assert [s["session"] for s in data["sessions"]] == ["cheap", "dear", "free"]
     assert [row["hidden"] for row in data["table"]] == [0.125, 0.0, None]
@@ -87,6 +89,14 @@ def test_the_table_is_sorted_by_cost_with_hidden_and_read_backs_beside_it() -> N
     plain = report_data(records[:5])
     assert plain["show"] == {"hidden": False, "readbacks": False}
     assert plain["table"][0]["readbacks"] is None  # no read-back line: no column
+
+
+def test_ledgers_that_record_read_backs_show_the_column_with_zero_where_none_was_made() -> None:
+    records = [rec(n, 0, "quiet", readback=False) for n in range(3)] + [rec(0, 0, "old")]
+    data = report_data(records)
+    assert data["show"]["readbacks"] is True  # the field says none was made: 0 is a figure
+    by_session = {row["session"]: row["readbacks"] for row in data["table"]}
+    assert by_session == {"quiet": 0, "old": None}  # an older ledger does not say
 
 
 def test_a_replays_lists_are_tabled_cheapest_first_with_what_they_hid() -> None:

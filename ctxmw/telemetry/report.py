@@ -18,8 +18,8 @@ loads nothing from anywhere, so it opens offline, from an attachment, years late
   each strategy list's cost under each caching model beside what it hid and recovered and the
   read-backs it made, and a chart of the references each list hid;
 - beside cost in the comparison table, what each session hid from the model when the caller
-  knows it (``ctxmw demo`` does), and the read-back calls it made when its ledger has any
-  (``"readback": true`` lines).
+  knows it (``ctxmw demo`` does), and the read-back calls it made (``"readback": true`` lines)
+  when its ledger records them: every line has the field, so a session without one shows 0.
 
 The comparison table and the sessions are sorted by cost, cheapest first (unpriced last).
 
@@ -71,7 +71,7 @@ def report_data(
     """
     alerts = evaluate(records, rules)
     stats = summarise([dict(r) for r in records])
-    readbacks = any(r.get("readback") is True for r in records)
+    readbacks = any(_records_readbacks(r) for r in records)
     table, sessions = summary_rows(stats), []
     for row in table:
         mine = [
@@ -82,7 +82,7 @@ def report_data(
         fired = [a for a in alerts if a["session"] == row["session"]]
         row["alerts"], row["bust_calls"] = len(fired), sum(row["busts"].values())
         row["hidden"] = (hidden or {}).get(row["session"])
-        row["readbacks"] = sum(r.get("readback") is True for r in mine) if readbacks else None
+        row["readbacks"] = _readbacks(mine) if readbacks else None
         calls = [_call(i, r) for i, r in enumerate(mine, start=1)]
         sessions.append(
             {
@@ -102,6 +102,18 @@ def report_data(
         "references": references_of(replay),
         "replay": replay_rows(replay),
     }
+
+
+def _records_readbacks(record: Mapping[str, Any]) -> bool:
+    """Whether the ledger line says if it was a read-back call (a bool either way)."""
+    return isinstance(record.get("readback"), bool)
+
+
+def _readbacks(records: Sequence[Mapping[str, Any]]) -> int | None:
+    """A session's read-back calls; None when none of its lines says (an older ledger)."""
+    if not any(_records_readbacks(r) for r in records):
+        return None
+    return sum(r.get("readback") is True for r in records)
 
 
 def _by_cost(cost: float | None) -> tuple[bool, float]:
