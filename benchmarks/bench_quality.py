@@ -27,6 +27,7 @@ largest of the three. ``--quick``: fewer conversations, 4-byte tokens.
 from __future__ import annotations
 
 import argparse
+import pickle
 import re
 import sys
 import time
@@ -59,27 +60,34 @@ HEAD = 18_000
 BREAKPOINTS = "breakpoints"
 """The caching model the long-session goals and the frontier are stated under."""
 
-DESIGNS: dict[str, Mapping[str, Any]] = {
-    "old default: 20 full, 1,200 chars, no handles": {
-        "economic_full_tool_calls": 20,
-        "economic_compacted_result_chars": 1200,
-        "readback": False,
-        "economic_guard": 1.05,
-    },
-    "no read-back handles": {"readback": False},
-    "2 full": {"economic_full_tool_calls": 2},
-    "5 full": {"economic_full_tool_calls": 5},
-    "10 full": {"economic_full_tool_calls": 10},
-    "300 chars": {"economic_compacted_result_chars": 300},
-    "1,200 chars": {"economic_compacted_result_chars": 1200},
-    "40 compacted": {"economic_compacted_tool_calls": 40},
-    "120 compacted": {"economic_compacted_tool_calls": 120},
-    "break-even 1.0": {"economic_break_even": 1.0},
-    "break-even 3.0": {"economic_break_even": 3.0},
-    "guard 1.02": {"economic_guard": 1.02},
-    "no guard": {"economic_guard": None},
+_D = DEFAULT
+DESIGNS: dict[str, tuple[str, Mapping[str, Any]]] = {
+    "old default: 20 full, 1,200 chars, no handles": (
+        _D,
+        {
+            "economic_full_tool_calls": 20,
+            "economic_compacted_result_chars": 1200,
+            "readback": False,
+            "economic_guard": 1.05,
+        },
+    ),
+    "no read-back handles": (_D, {"readback": False}),
+    "2 full": (_D, {"economic_full_tool_calls": 2}),
+    "5 full": (_D, {"economic_full_tool_calls": 5}),
+    "10 full": (_D, {"economic_full_tool_calls": 10}),
+    "150 chars": (_D, {"economic_compacted_result_chars": 150}),
+    "600 chars": (_D, {"economic_compacted_result_chars": 600}),
+    "1,200 chars": (_D, {"economic_compacted_result_chars": 1200}),
+    "40 compacted": (_D, {"economic_compacted_tool_calls": 40}),
+    "60 compacted": (_D, {"economic_compacted_tool_calls": 60}),
+    "120 compacted": (_D, {"economic_compacted_tool_calls": 120}),
+    "break-even 1.0": (_D, {"economic_break_even": 1.0}),
+    "break-even 3.0": (_D, {"economic_break_even": 3.0}),
+    "guard 1.02": (_D, {"economic_guard": 1.02}),
+    "no guard": (_D, {"economic_guard": None}),
+    "offload over 8,000 tokens first": (OFFLOAD, {"offload_threshold": 8000}),
 }
-"""The designs of the default tried: the settings each changes (the frontier's points)."""
+"""The designs tried: the strategy list and the settings each changes (the frontier's points)."""
 
 
 @dataclass
@@ -146,12 +154,12 @@ async def measure(set_name: str, name: str, messages: Messages, model: str, coun
         dict(main.optimal.cost),
         lost=_lost(main, messages),
     )
+    for label, (chain, overrides) in DESIGNS.items():
+        tried = await replay(one, [chain], settings=overrides, **kw)
+        row.designs[label] = _figures(tried, chain)
     if set_name.startswith("long"):
-        for label, overrides in DESIGNS.items():
-            tried = await replay(one, [DEFAULT], settings=overrides, **kw)
-            row.designs[label] = _figures(tried, DEFAULT)
-        headed = await replay(one, [DEFAULT, *BASELINES], head_tokens=HEAD, **kw)
-        row.head = {n: _figures(headed, n) for n in (DEFAULT, *BASELINES)}
+        headed = await replay(one, [DEFAULT, *BASELINES, OFFLOAD], head_tokens=HEAD, **kw)
+        row.head = {n: _figures(headed, n) for n in (DEFAULT, *BASELINES, OFFLOAD)}
         row.head_none = dict(headed.strategies["none"].cost)
     return row
 
@@ -231,7 +239,7 @@ def report(rows: Sequence[Row], elapsed: float) -> None:
     long = [r for r in rows if r.set.startswith("long")]
     if long:
         _head_table(long)
-        _frontier(long)
+        _frontier(long, [r for r in rows if r.set.startswith("short")])
     goals(rows)
     for set_name in SETS:
         subset = [r for r in rows if r.set == set_name]
@@ -253,6 +261,7 @@ def _table(set_name: str, rows: Sequence[Row]) -> None:
         f"{'hidden':>16}{'recoverable':>16}"
     )
     for name in rows[0].lists:
+        label = _short(name)
         cells = "".join(
             f"{max(r.ratio(name, k) for r in rows):>9.3f} /{_agg(rows, name, k):>6.3f}"
             for k in CACHING_MODELS
@@ -261,7 +270,7 @@ def _table(set_name: str, rows: Sequence[Row]) -> None:
         recov = [r.lists[name].recoverable for r in rows]
         reads = sum(r.lists[name].readbacks for r in rows)
         print(
-            f"{name:<30}{cells}{reads:>11,}{max(hidden):>8.2%} /{mean(hidden):>6.2%}"
+            f"{label:<30}{cells}{reads:>11,}{max(hidden):>8.2%} /{mean(hidden):>6.2%}"
             f"{max(recov):>8.2%} /{mean(recov):>6.2%}"
         )
     best = "".join(
@@ -291,7 +300,7 @@ def _head_table(rows: Sequence[Row]) -> None:
         agg = sum(r.head[name].cost[k] for r in rows) / sum(r.head_none[k] for r in rows)
         hidden = [r.head[name].hidden for r in rows]
         print(
-            f"  {name:<30} aggregate {agg:.3f}  hidden worst {max(hidden):.2%} mean "
+            f"  {_short(name):<30} aggregate {agg:.3f}  hidden worst {max(hidden):.2%} mean "
             f"{mean(hidden):.2%}  each: {cells}"
         )
 
@@ -308,11 +317,12 @@ def _dominates(a: Figures, b: Figures) -> bool:
     return no_worse and (a.cost[k] < b.cost[k] or a.hidden < b.hidden)
 
 
-def _frontier(rows: Sequence[Row]) -> None:
+def _frontier(rows: Sequence[Row], short: Sequence[Row]) -> None:
     k = BREAKPOINTS
     print(f"\nthe frontier over the {len(rows)} long sessions ({k}, read-backs charged):")
     print(
-        f"  {'point':<52}{'aggregate':>10}{'worst':>8}{'hidden worst / mean':>22}{'read-backs':>11}"
+        f"  {'point':<46}{'aggregate':>10}{'worst':>8}{'hidden worst / mean':>21}"
+        f"{'read-backs':>11}{'short runs: worst':>19}"
     )
     names = list(_points(rows[0]))
     summary = {}
@@ -323,9 +333,13 @@ def _frontier(rows: Sequence[Row]) -> None:
         hidden = [f.hidden for f in figs]
         summary[name] = (agg, mean(hidden))
         reads = sum(f.readbacks for f in figs)
+        brief = max(
+            (_points(r)[name].cost[m] / r.none[m] for r in short for m in CACHING_MODELS),
+            default=float("nan"),
+        )
         print(
-            f"  {name:<52}{agg:>10.3f}{worst:>8.3f}{max(hidden):>13.2%} /{mean(hidden):>6.2%}"
-            f"{reads:>11,}"
+            f"  {_short(name):<46}{agg:>10.3f}{worst:>8.3f}{max(hidden):>12.2%} /"
+            f"{mean(hidden):>6.2%}{reads:>11,}{brief:>19.3f}"
         )
     beaten = [
         n
@@ -333,7 +347,11 @@ def _frontier(rows: Sequence[Row]) -> None:
         if any(c <= cost and h <= hid and (c < cost or h < hid) for c, h in summary.values())
     ]
     front = [n for n in names if n not in beaten]
-    print(f"  on the frontier (aggregate cost, mean hidden): {', '.join(front)}")
+    print(f"  on the frontier (aggregate cost, mean hidden): {', '.join(map(_short, front))}")
+
+
+def _short(name: str) -> str:
+    return name.replace(OFFLOAD, "offload,default")
 
 
 def _verdict(ok: bool) -> str:
@@ -393,7 +411,7 @@ def _dominance_goal(long: Sequence[Row]) -> None:
     for r in long:
         default = r.lists[DEFAULT]
         found += [
-            f"{r.name}: {n}"
+            f"{r.name}: {_short(n)}"
             for n, f in _points(r).items()
             if n != DEFAULT and _dominates(f, default)
         ]
@@ -472,6 +490,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--jobs", type=int, default=1, help="conversations at once, one process each"
     )
+    parser.add_argument("--save", metavar="FILE", help="also keep the measured rows in FILE")
+    parser.add_argument("--load", metavar="FILE", help="report the rows --save kept, no replay")
     args = parser.parse_args(argv)
     started = time.perf_counter()
     sets = anyio.run(load, args.quick)
@@ -480,7 +500,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"replaying {total} conversations ({len(LISTS) + 1} lists, {len(DESIGNS)} designs)",
         file=sys.stderr,
     )
-    rows = run(sets, args.model, args.quick, args.jobs)
+    if args.load:
+        with open(args.load, "rb") as f:
+            rows = pickle.load(f)
+    else:
+        rows = run(sets, args.model, args.quick, args.jobs)
+    if args.save:
+        with open(args.save, "wb") as f:
+            pickle.dump(rows, f)
     report(rows, time.perf_counter() - started)
     return 0
 

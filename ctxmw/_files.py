@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 from dataclasses import dataclass
@@ -17,26 +18,46 @@ from pathlib import Path
 
 from ctxmw.errors import UsageError
 
-__all__ = ["DIR_MODE", "LEDGER_SUFFIX", "Beside", "fsync_dir", "private_dirs", "write_all"]
+__all__ = [
+    "DIR_MODE",
+    "LEDGER_SUFFIX",
+    "LEGACY",
+    "Beside",
+    "fsync_dir",
+    "private_dirs",
+    "write_all",
+]
 
 DIR_MODE = 0o700
 LEDGER_SUFFIX = ".ledger.jsonl"
 
 
 def private_dirs(folder: Path) -> None:
-    """Create ``folder`` and its missing parents, each owner-only; existing ones are left as is."""
+    """Create ``folder`` and its missing parents, each owner-only; existing ones are left as is.
+
+    Raises:
+        OSError: a folder could not be made; the ones this call made are removed again.
+    """
     missing: list[Path] = []
     while not folder.exists():
         missing.append(folder)
         if folder.parent == folder:
             break
         folder = folder.parent
-    for path in reversed(missing):
-        try:
-            os.mkdir(path, DIR_MODE)
-        except FileExistsError:  # made by another process meanwhile: theirs, as they made it
-            continue
-        os.chmod(path, DIR_MODE)  # the umask may have taken owner bits away; never adds others'
+    made: list[Path] = []
+    try:
+        for path in reversed(missing):
+            try:
+                os.mkdir(path, DIR_MODE)
+            except FileExistsError:  # made by another process meanwhile: theirs, as they made it
+                continue
+            made.append(path)
+            os.chmod(path, DIR_MODE)  # the umask may have taken owner bits away; never adds any
+    except OSError:
+        for path in reversed(made):
+            with contextlib.suppress(OSError):
+                os.rmdir(path)
+        raise
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -62,13 +83,28 @@ def fsync_dir(directory: Path) -> None:
         os.close(fd)
 
 
+_NAMES = {
+    "ledger": LEDGER_SUFFIX[1:],
+    "inbox": "inbox",
+    "inbox_removed": "inbox_removed",
+    "offload": "offload",
+}
+"""Every name ctxmw keeps beside a save_file (the lock aside): what follows the save_file's whole
+name and a dot. One more name is one more entry here and a property on :class:`Beside`."""
+
+LEGACY = ("ledger", "inbox", "inbox_removed", "offload")
+"""The names earlier versions derived from the save_file's stem (``agent.inbox`` for both
+``agent.jsonl`` and ``agent.json``): found there once and moved (:mod:`ctxmw.runtime._migrate`)."""
+
+
 @dataclass(frozen=True, slots=True)
 class Beside:
     """The files and folders ctxmw keeps beside a save_file, all named here.
 
-    For ``dir/agent.jsonl``: ``agent.jsonl.lock``, ``agent.ledger.jsonl``, ``agent.inbox/``,
-    ``agent.inbox_removed/`` and ``agent.offload/``. Only the last extension is replaced
-    (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` -> ``agent.ledger.jsonl``).
+    Every name is the save_file's whole name followed by a suffix, so two save_files never share
+    one (``agent.jsonl`` and ``agent.json`` included). For ``dir/agent.jsonl``:
+    ``agent.jsonl.lock``, ``agent.jsonl.ledger.jsonl``, ``agent.jsonl.inbox/``,
+    ``agent.jsonl.inbox_removed/`` and ``agent.jsonl.offload/``.
     """
 
     save_file: Path
@@ -96,22 +132,27 @@ class Beside:
     @property
     def ledger(self) -> Path:
         """The telemetry ledger."""
-        return self._named(LEDGER_SUFFIX[1:])
+        return self.named("ledger")
 
     @property
     def inbox(self) -> Path:
         """The inbox folder."""
-        return self._named("inbox")
+        return self.named("inbox")
 
     @property
     def inbox_removed(self) -> Path:
         """Where delivered inbox files go."""
-        return self._named("inbox_removed")
+        return self.named("inbox_removed")
 
     @property
     def offload(self) -> Path:
         """The offloaded tool results' folder."""
-        return self._named("offload")
+        return self.named("offload")
 
-    def _named(self, suffix: str) -> Path:
-        return self.save_file.with_name(f"{self.save_file.stem}.{suffix}")
+    def named(self, kind: str) -> Path:
+        """The path of ``kind`` (a key of the names table) beside the save_file."""
+        return self.save_file.with_name(f"{self.save_file.name}.{_NAMES[kind]}")
+
+    def legacy(self, kind: str) -> Path:
+        """Where earlier versions kept ``kind`` (one of :data:`LEGACY`): the stem's name."""
+        return self.save_file.with_name(f"{self.save_file.stem}.{_NAMES[kind]}")

@@ -7,6 +7,8 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
     │   ├── SettingsError          a setting (argument or CTXMW_* variable) is invalid
     │   ├── UnknownStrategyError   a strategy name is not registered
     │   ├── InvalidTranscriptError the messages break the tool-call wire rules
+    │   ├── InvalidSaveFileError   the save_file path cannot hold a transcript (a folder,
+    │   │                          a file ctxmw did not write, a folder that cannot be made)
     │   └── ContextOverflowError   a required segment does not fit the token budget
     └── CtxmwRuntimeError          something went wrong while doing valid work
         ├── StrategyError          a strategy raised; the original is chained (and,
@@ -14,7 +16,9 @@ Every error ctxmw raises on its own account derives from :class:`CtxmwError`::
         ├── MaxRoundsExceeded      the tool loop hit max_rounds
         ├── SaveFileBusy           another writer holds the save_file
         ├── SaveFileWriteError     the save_file could not be written (disk full, ...)
-        └── CompactionLossError    compaction would have lost a durable line
+        ├── CompactionLossError    compaction would have lost a durable line
+        └── NotesFull              a note would take a conversation's (or its scope's)
+                                   waiting notes past their bound (ctxmw.state)
 
     Aborted                        control flow, not an error: an ``abort`` file
                                    in the inbox asked the agent to stop
@@ -32,8 +36,10 @@ __all__ = [
     "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
+    "InvalidSaveFileError",
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
+    "NotesFull",
     "SaveFileBusy",
     "SaveFileWriteError",
     "SettingsError",
@@ -95,6 +101,23 @@ class InvalidTranscriptError(UsageError):
     def __init__(self, message: str, index: int) -> None:
         self.index = index
         super().__init__(f"Invalid transcript at message {index}: {message}")
+
+
+class InvalidSaveFileError(UsageError):
+    """The save_file path cannot hold a transcript; nothing was written or left beside it.
+
+    Attributes:
+        save_file: the path as given.
+        problem: what is wrong with it.
+    """
+
+    def __init__(self, save_file: str, problem: str, remedy: str) -> None:
+        self.save_file = save_file
+        self.problem = problem
+        super().__init__(
+            f"The save_file {save_file!r} cannot hold a transcript: {problem}. {remedy} "
+            "Nothing was written."
+        )
 
 
 class ContextOverflowError(UsageError):
@@ -214,8 +237,12 @@ class SaveFileWriteError(CtxmwRuntimeError):
     """A file of the conversation could not be written (disk full, permissions); the OSError is
     chained.
 
-    The save_file: nothing of the failed write stays in the file; the session keeps the round in
-    memory (``Session.messages``), and its next successful write saves it. An offload record
+    The save_file: nothing of the failed write stays in the file, and what the call made is kept
+    in memory for the save_file. A :class:`~ctxmw.Session` keeps the round (``Session.messages``)
+    and its next successful write saves it. A stateless call (``ctxmw.acompletion``, a
+    framework) gets the answer it paid for as :attr:`response`: continue the conversation with
+    it, or repeat the call, which then returns the same answer without calling the model; either
+    way that next call with the same save_file saves it. An offload record
     (``what="offload record"``): no record and no temporary file is left, and the prompt that
     would have named it is not sent; the turn's input waits in ``Session.pending_input``.
 
@@ -223,28 +250,58 @@ class SaveFileWriteError(CtxmwRuntimeError):
         save_file: the file that could not be written (the save_file, or the offload record).
         what: ``"save_file"`` or ``"offload record"``.
         errno: the operating system's error number, when known.
+        response: the model's answer the failed write would have saved (a stateless call's last
+            round), else None.
     """
 
-    def __init__(self, save_file: str, error: OSError, *, what: str = "save_file") -> None:
+    def __init__(
+        self,
+        save_file: str,
+        error: OSError,
+        *,
+        what: str = "save_file",
+        stateless: bool = False,
+        response: object = None,
+    ) -> None:
         self.save_file = save_file
         self.what = what
         self.errno = error.errno
+        self.response = response
         reason = error.strerror or type(error).__name__
-        if what == "save_file":
-            kept = (
-                "The round is kept in memory and nothing half-written is left in the file: free "
-                "disk space or fix the file's permissions, then call run() on the session to "
-                "save it."
-            )
-        else:
+        if what != "save_file":
             kept = (
                 "Nothing was stored and no half-written file is left; the prompt that would "
                 "name it was not sent: free disk space or fix the folder's permissions, then "
                 "call run() on the session (or repeat the call) to send the turn."
             )
+        elif not stateless:
+            kept = (
+                "The round is kept in memory and nothing half-written is left in the file: free "
+                "disk space or fix the file's permissions, then call run() on the session to "
+                "save it."
+            )
+        elif response is not None:
+            kept = (
+                "The model's answer is not lost: it is this error's .response, and ctxmw keeps "
+                "it for this save_file. Free disk space or fix the file's permissions, then "
+                "continue with the answer in your messages, or repeat this call (it returns "
+                "this answer again without calling the model): that call saves it."
+            )
+        else:
+            kept = (
+                "The tool rounds made so far are kept for this save_file and written by your "
+                "next call with it (a repeated call runs their tools again): free disk space or "
+                "fix the file's permissions first."
+            )
         super().__init__(
             f"Could not write the {what} {save_file!r}: {reason} (errno {error.errno}). {kept}"
         )
+
+    def for_caller(self, response: object) -> SaveFileWriteError:
+        """This error as a stateless caller gets it: ``response`` is the answer it kept."""
+        cause = self.__cause__
+        error = cause if isinstance(cause, OSError) else OSError(self.errno, "write failed")
+        return SaveFileWriteError(self.save_file, error, stateless=True, response=response)
 
 
 class CompactionLossError(CtxmwRuntimeError):
@@ -267,6 +324,28 @@ class CompactionLossError(CtxmwRuntimeError):
             "item(s) would not appear literally in it (see .missing). Adjust durable_patterns "
             "(a pattern spanning lines cannot be kept line by line), raise compact_keep_recent, "
             "or set compact_on_loss='fallback' to send the uncompacted prompt instead."
+        )
+
+
+class NotesFull(CtxmwRuntimeError):
+    """A note was refused: the conversation's waiting notes (or its scope's) are at their bound.
+
+    Attributes:
+        conversation: the conversation the note was for.
+        limit: the bound that refused it (``conversation_notes``, ``conversation_note_bytes``,
+            ``scope_note_bytes``, or ``memory_state_bytes``).
+        allowed: the bound's value.
+        held: what is waiting now (notes, or bytes of their texts).
+    """
+
+    def __init__(self, conversation: str, limit: str, allowed: int, held: int) -> None:
+        self.conversation, self.limit, self.allowed, self.held = conversation, limit, allowed, held
+        unit = "notes" if limit == "conversation_notes" else "bytes of notes"
+        super().__init__(
+            f"The note for {conversation!r} was refused: {held} {unit} wait already and the "
+            f"{limit} limit is {allowed}. Wait until the conversation's next requests deliver "
+            f"them (or until they expire), or raise the bound (ctxmw.limits.{limit} in a proxy's "
+            "config)."
         )
 
 

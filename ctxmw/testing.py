@@ -11,6 +11,14 @@ received::
     reply = await session.ask("1 + 2?")
     assert fake.calls[1]["messages"][-1]["content"] == "3"
 
+A model that reads a compacted result back is scripted with :func:`readback` (a ``ctxmw_expand``
+tool call) and :func:`handles` (the handles a prompt shows)::
+
+    fake = FakeCompletion(
+        lambda call: tool_calls(readback(handles(call["messages"])[0], 1, 20)),
+        text("done"),
+    )
+
 Responses are real ``litellm.ModelResponse`` objects, so code that reads them works unchanged.
 A response queued without usage gets an estimate at call time (prompt tokens = characters of the
 request / 4, no cache reads); ``usage(...)`` sets exact figures, cache reads included. Queue an
@@ -24,14 +32,25 @@ import copy
 import inspect
 import itertools
 import json
+import re
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Any, TypeAlias
 
 from ctxmw import _litellm
+from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.context.tokens import CHARS_PER_TOKEN
 
-__all__ = ["FakeCompletion", "Scripted", "text", "tool_call", "tool_calls", "usage"]
+__all__ = [
+    "FakeCompletion",
+    "Scripted",
+    "handles",
+    "readback",
+    "text",
+    "tool_call",
+    "tool_calls",
+    "usage",
+]
 
 Scripted: TypeAlias = "Any | BaseException | Callable[[dict[str, Any]], Any]"
 """A queued item: a response, an exception to raise, or a function of the call's kwargs."""
@@ -117,6 +136,39 @@ def tool_calls(
     """An assistant message calling tools: each item a :func:`tool_call` or ``(name, args)``."""
     built = [c if isinstance(c, dict) else tool_call(c[0], c[1]) for c in calls]
     return _litellm.model_response(content, built, usage, model)
+
+
+def readback(
+    handle: str,
+    start: int | None = None,
+    end: int | None = None,
+    *,
+    pattern: str | None = None,
+    offset: int | None = None,
+    limit: int | None = None,
+    id: str | None = None,
+) -> dict[str, Any]:
+    """A ``ctxmw_expand`` tool call reading ``handle`` back: lines ``start`` to ``end``, or the
+    lines holding ``pattern``, or characters from ``offset`` (``limit`` of them). Give it to
+    :func:`tool_calls`, alone (ctxmw answers it and calls the model again) or beside the
+    caller's own calls."""
+    given = {"start": start, "end": end, "pattern": pattern, "offset": offset, "limit": limit}
+    args = {"handle": handle, **{k: v for k, v in given.items() if v is not None}}
+    return tool_call(READBACK_TOOL_NAME, args, id=id)
+
+
+_SHOWN = re.compile(r"(?:ctxmw_expand handle |\[ctxmw offload )([0-9a-f]{16})")
+
+
+def handles(messages: list[dict[str, Any]]) -> list[str]:
+    """The read-back handles a prompt shows (compacted results and offload previews), in order,
+    each once."""
+    found: dict[str, None] = {}
+    for message in messages:
+        content = message.get("content")
+        if message.get("role") == "tool" and isinstance(content, str):
+            found.update(dict.fromkeys(_SHOWN.findall(content)))
+    return list(found)
 
 
 async def _resolve(item: Any, call: dict[str, Any]) -> Any:

@@ -68,7 +68,7 @@ async def main() -> None:
                 prompt_strategies="none",
             )  # fmt: skip
             history.append({"role": "assistant", "content": reply.choices[0].message.content})
-        ledger = Path(tmp) / "agent.ledger.jsonl"
+        ledger = Path(tmp) / "agent.jsonl.ledger.jsonl"
         page = Path(tmp) / "cache.html"
         code = ctxmw_cli(["stats", str(ledger), "--check", "--html", str(page)])
         print("ctxmw stats --check exit code:", code)

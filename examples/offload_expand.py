@@ -2,16 +2,16 @@
 
 ``Session(offload=True)`` sends a tool result over ``offload_threshold`` tokens (2,000 by
 default) as a fixed preview plus a handle, keeps the original beside the save_file
-(``agent.offload/``), and answers the model's ``ctxmw_expand(handle, offset, limit)`` calls in
-its own tool loop. A scripted model stands in for the real one. The second half shows a
-stateless caller answering the same tool call with ``answer_expand``.
+(``agent.jsonl.offload/``), and answers the model's ``ctxmw_expand`` calls itself (by ``offset``
+and ``limit``, or by lines). A scripted model stands in for the real one. The second half shows a
+stateless caller (``ctxmw.acompletion``, its own loop): ctxmw answers the read-back inside the
+call, and the caller only ever sees the final reply.
 
 Run: python examples/offload_expand.py  (offline)
 """
 
 from __future__ import annotations
 
-import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,7 @@ from typing import Any
 import anyio
 
 import ctxmw
-from ctxmw.context.offload import EXPAND_TOOL, FileResultStore, answer_expand, store_dir
+from ctxmw.context.offload import store_dir
 from ctxmw.testing import FakeCompletion, text, tool_calls
 
 LOG = "".join(
@@ -63,20 +63,27 @@ async def main() -> None:
     print("reply:", reply.choices[0].message.content)
     print("stored originals:", [p.name for p in store_dir(save_file).iterdir()])
 
-    # A stateless caller (its own litellm loop): send EXPAND_TOOL with its tools, and answer
-    # the model's ctxmw_expand calls with answer_expand over the store beside the save_file.
-    call = {
-        "id": "call_x",
-        "type": "function",
-        "function": {
-            "name": EXPAND_TOOL["function"]["name"],
-            "arguments": json.dumps(
-                {"handle": handle_in(fake.calls[1]["messages"]), "offset": 0, "limit": 60}
-            ),
-        },
-    }
-    answer = await answer_expand(call, FileResultStore(store_dir(save_file)))
-    print("stateless answer:", answer["content"].replace("\n", " | ")[:100])
+    # A stateless caller (its own litellm loop) with the same save_file: the model reads
+    # characters 0-60 back; ctxmw answers and calls the model again within the call.
+    history = [*session.messages, {"role": "user", "content": "What does the log start with?"}]
+    again = FakeCompletion(
+        lambda call: tool_calls(
+            ("ctxmw_expand", {"handle": handle_in(call["messages"][:3]), "offset": 0, "limit": 60})
+        ),
+        text("It starts at 12:00:00."),
+    )
+    reply = await ctxmw.acompletion(
+        "openai/gpt-4o-mini",
+        history,
+        save_file=save_file,
+        completion=again,
+        prompt_strategies="offload",
+        tools=[{"type": "function", "function": {"name": "read_log", "parameters": {}}}],
+    )
+    answered = again.calls[1]["messages"][-1]["content"]
+    print("stateless caller got:", reply.choices[0].message.content)
+    print("ctxmw answered:", answered.replace("\n", " | ")[:100])
+    assert reply.choices[0].message.tool_calls is None
 
 
 if __name__ == "__main__":

@@ -99,7 +99,7 @@ def through_the_patch(save_file: Path) -> None:
     print(f"sync agent: {len(model.calls)} model calls, every prompt valid: {valid}")
     print(f"last prompt: {sent:,} characters sent, history {had:,}: {1 - sent / had:.0%} fewer")
     revisions = anyio.run(TranscriptFile(save_file).revisions)
-    ledger = save_file.with_name(f"{save_file.stem}.ledger.jsonl").read_text().splitlines()
+    ledger = save_file.with_name(f"{save_file.name}.ledger.jsonl").read_text().splitlines()
     print(f"one transcript: {len(revisions.current)} messages; ledger: {len(ledger)} calls")
 
 

@@ -2,12 +2,16 @@
 
 The client plays the agent: round ``i`` sends the history of ``i`` tool calls and results. The
 oracle computes what one process would send and record (``prepare_prompt``'s chain and one
-``CallRecorder``), so the fleet's prompts and ledger can be compared with it.
+``CallRecorder``), so the fleet's prompts and ledger can be compared with it. A fleet measures
+every call against the state the replicas share, which holds no message content (the leading
+text a changed message keeps is measured from its text ladder, see
+``ctxmw.telemetry._snapshot``): the oracle's recorder goes through that state between calls.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import time
 from typing import Any
 
@@ -118,6 +122,9 @@ class Oracle:
             round=self.round,
         )
         self.round += 1
+        carried = json.loads(json.dumps(self.recorder.export_state()))
+        self.recorder = CallRecorder(self.recorder.session, settings=self.settings)
+        self.recorder.restore_state(carried)
         return prompt, record.to_dict()
 
 

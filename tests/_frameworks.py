@@ -124,7 +124,7 @@ async def assert_one_transcript_that_replays(
     prompt plus the answer (with ``open_calls``, an answer whose tool calls the agent, stopped
     by its step limit, never ran)."""
     names = sorted(p.name for p in save_file.parent.iterdir() if p.name.startswith(save_file.stem))
-    assert names == [save_file.name, f"{save_file.name}.lock", f"{save_file.stem}.ledger.jsonl"]
+    assert names == [save_file.name, f"{save_file.name}.ledger.jsonl", f"{save_file.name}.lock"]
     assert lock_is_free(save_file)
     current = await TranscriptFile(save_file).load()
     assert normal(current[:-1]) == normal(last_prompt)

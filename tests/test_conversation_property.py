@@ -72,10 +72,11 @@ class Caller:
         ]
         self.now = 1_000.0
 
-    async def call(self, reply: Any) -> None:
+    async def call(self, *replies: Any) -> None:
+        """One call of the caller; ``replies`` are the model's, one per model call it makes."""
         if self.cold:
             wrapper._conversations = Conversations()
-        self.fake.queue(reply)
+        self.fake.queue(*replies)
         with contextlib.suppress(ConnectionError):
             response = await ctxmw.acompletion(
                 MODEL,

@@ -3,13 +3,16 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import stat
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+import ctxmw
 from ctxmw.cli import main
 from ctxmw.settings import Settings
 from ctxmw.telemetry.default_ledger import (
@@ -20,6 +23,7 @@ from ctxmw.telemetry.default_ledger import (
     default_ledgers,
     state_dir,
 )
+from ctxmw.testing import FakeCompletion, text
 
 
 def test_the_state_folder_setting_wins(tmp_path: Path) -> None:
@@ -107,3 +111,95 @@ def test_stats_with_no_argument_reads_the_older_file_first(
     assert main(["stats"]) == 0
     row = capsys.readouterr().out.splitlines()[1].split()
     assert row[:3] == ["s", "m", "2"]
+
+
+def test_missing_parents_are_made_owner_only_even_under_umask_zero(
+    tmp_path: Path, umask_zero: None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("XDG_STATE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    (tmp_path / "home").mkdir(mode=0o700)
+    path = default_ledger_path()
+    assert path is not None
+    RotatingLedger(path, 1 << 20).append_now(line(1))
+    made = [tmp_path / "home" / ".local", tmp_path / "home" / ".local" / "state", path.parent]
+    assert [stat.S_IMODE(p.stat().st_mode) for p in made] == [0o700] * 3
+    assert path.read_bytes() == line(1)
+
+
+def refused(path: Path, caplog: pytest.LogCaptureFixture) -> str:
+    """Append to the ledger at ``path``; the one warning it logged (the call itself went on)."""
+    with caplog.at_level(logging.WARNING, logger="ctxmw"):
+        RotatingLedger(path, 1 << 20).append_now(line(1))
+        RotatingLedger(path, 1 << 20).append_now(line(2))
+    messages = [r.getMessage() for r in caplog.records if "telemetry ledger" in r.getMessage()]
+    assert len(messages) == 1, messages
+    assert str(path) in messages[0]
+    assert "CTXMW_STATE_DIR" in messages[0]
+    assert "CTXMW_DEFAULT_LEDGER=false" in messages[0]
+    return messages[0]
+
+
+def test_a_folder_of_another_user_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "theirs"
+    folder.mkdir(mode=0o700)
+    os.chown(folder, os.getuid() + 4242, -1)
+    assert "belongs to user id" in refused(folder / DEFAULT_LEDGER_NAME, caplog)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_folder_others_can_write_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    folder = tmp_path / "open"
+    folder.mkdir()
+    folder.chmod(0o777)
+    assert "writable by other users" in refused(folder / DEFAULT_LEDGER_NAME, caplog)
+    assert list(folder.iterdir()) == []
+
+
+def test_a_link_planted_in_the_folder_is_never_followed(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    victim = tmp_path / "victim"
+    victim.write_bytes(b"precious\n")
+    folder = tmp_path / "state"
+    folder.mkdir(mode=0o700)
+    (folder / DEFAULT_LEDGER_NAME).symlink_to(victim)
+    refused(folder / DEFAULT_LEDGER_NAME, caplog)
+    assert victim.read_bytes() == b"precious\n"
+
+
+def test_a_folder_that_is_a_link_is_refused(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir(mode=0o700)
+    (tmp_path / "state").symlink_to(elsewhere)
+    assert "symbolic link" in refused(tmp_path / "state" / DEFAULT_LEDGER_NAME, caplog)
+    assert list(elsewhere.iterdir()) == []
+
+
+@pytest.mark.anyio
+async def test_an_unwritable_state_folder_is_one_warning_for_many_calls(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "a-file").write_text("")
+    monkeypatch.setenv("CTXMW_STATE_DIR", str(tmp_path / "a-file" / "ctxmw"))  # cannot be made
+    history: list[dict[str, Any]] = [{"role": "user", "content": "hi"}]
+    with caplog.at_level(logging.WARNING, logger="ctxmw"):
+        for n in range(4):
+            fake = FakeCompletion(text(f"answer {n}"))
+            await ctxmw.acompletion("openai/gpt-4o-mini", history, completion=fake)
+            history += [
+                {"role": "assistant", "content": f"answer {n}"},
+                {"role": "user", "content": "?"},
+            ]
+    assert len(caplog.records) == 1, [r.getMessage() for r in caplog.records]
+    (record,) = caplog.records
+    assert record.exc_info is None  # no traceback
+    assert str(tmp_path / "a-file" / "ctxmw") in record.getMessage()
+    assert "CTXMW_STATE_DIR" in record.getMessage()
+    assert "CTXMW_DEFAULT_LEDGER=false" in record.getMessage()

@@ -110,7 +110,8 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
         "shorten_tools_epoch_increment",
     }
     for name in rows:
-        ledger = [json.loads(x) for x in (out / f"{name}.ledger.jsonl").read_text().splitlines()]
+        lines = (out / f"{name}.jsonl.ledger.jsonl").read_text().splitlines()
+        ledger = [json.loads(x) for x in lines]
         reported = sum(r["cache_read_tokens"] for r in ledger)
         expected = sum(r["expected_cached_tokens"] for r in ledger)
         # ctxmw's expectation, from what it sent, is exactly what the provider reported.
@@ -148,7 +149,8 @@ def test_the_default_demo_fits_the_terminal_alerts_nothing_and_writes_its_report
     header = demo_run.stdout.splitlines()[0:1]
     assert "tool calls" in header[0]
     table = [line.split() for line in demo_run.stdout.splitlines() if line.startswith("none ")]
-    assert table[0][1] == str(len((demo_run.out / "none.ledger.jsonl").read_text().splitlines()))
+    ledger = (demo_run.out / "none.jsonl.ledger.jsonl").read_text()
+    assert table[0][1] == str(len(ledger.splitlines()))
     assert main(["stats", "--check", *demo_run.ledgers]) == 0
     assert "check: 0 alert(s) over" in capsys.readouterr().out
 
@@ -164,7 +166,7 @@ def check_replay_agrees(out: Path, name: str) -> None:
             {name: transcript}, [name], model=SIMULATED_MODEL, tools=tools, settings=settings
         )
     )
-    ledger = [json.loads(x) for x in (out / f"{name}.ledger.jsonl").read_text().splitlines()]
+    ledger = [json.loads(x) for x in (out / f"{name}.jsonl.ledger.jsonl").read_text().splitlines()]
     calls = result.strategies[name].calls
     assert len(calls) == len(ledger)
     for call, record in zip(calls, ledger, strict=True):

@@ -47,6 +47,18 @@ PROMISES = {
         "sent after the crash: ['user', 'user'] tools run again: []",
         "set aside, still in the file: ['user', 'assistant']",
     ],
+    "readback.py": [
+        "the model sees: [compacted: 17 of 80 lines shown, 2790 chars; ctxmw_expand handle",
+        "... its last line: … lines 18-80",
+        "lines 60-62 of 80; earlier output] |     60→def step_3_60(): return 360 |",
+        "the caller got: step_3_61 returns 361. None",
+        "tools sent: ['read_file', 'ctxmw_expand']",
+        "ledger, readback per call: [False, True]",
+        "the caller's calls: ['read_file']",
+        "the next prompt's reply calls: ['read_file', 'ctxmw_expand']",
+        "then the results: ['(empty)', '    50→def step_2_50(): return 250']",
+        "ctxmw_expand in the caller's history: False",
+    ],
     "replay_loss.py": ["88 calls, 159 references", "default ", "the prompt before message"],
     "sync_completion.py": [
         "ctxmw.completion: 12 apples. model calls: 2",

@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from ctxmw.context.readback import READBACK_TOOL
 from tests._frameworks import (
     MODEL,
     assert_faithful_sync,
@@ -62,7 +63,13 @@ def test_the_default_chain_sends_the_text_history_as_it_is(tmp_path: Path) -> No
     assert len(server.requests) == len(passed) == 7
     assert "Observation:" in str(server.prompts[-1])
     assert not [m for m in server.prompts[-1] if m["role"] == "tool" or m.get("tool_calls")]
-    assert "ctxmw" not in str(server.requests)
+    # No ctxmw option reaches the provider; the one ctxmw name it gets is the read-back tool,
+    # declared after the agent's own on every call with tools (the last one, at the step limit,
+    # has none).
+    assert "ctxmw" not in str(
+        [{k: v for k, v in r.items() if k != "tools"} for r in server.requests]
+    )
+    assert all(r["tools"][-1] == READBACK_TOOL for r in server.requests if r.get("tools"))
     assert_faithful_sync(server, passed, save_file)
     assert len(ledger_lines(save_file)) == 7
 

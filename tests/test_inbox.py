@@ -31,12 +31,17 @@ def save_file(tmp_path: Path) -> Path:
 @pytest.mark.parametrize(
     ("save", "inbox", "removed"),
     [
-        ("dir/x.files/agent.jsonl", "dir/x.files/agent.inbox", "dir/x.files/agent.inbox_removed"),
-        ("dir/a.b.jsonl", "dir/a.b.inbox", "dir/a.b.inbox_removed"),
+        (
+            "dir/x.files/agent.jsonl",
+            "dir/x.files/agent.jsonl.inbox",
+            "dir/x.files/agent.jsonl.inbox_removed",
+        ),
+        ("dir/a.b.jsonl", "dir/a.b.jsonl.inbox", "dir/a.b.jsonl.inbox_removed"),
         ("dir/agent", "dir/agent.inbox", "dir/agent.inbox_removed"),
+        ("dir/agent.json", "dir/agent.json.inbox", "dir/agent.json.inbox_removed"),
     ],
 )
-def test_path_rule_strips_only_the_last_extension(save: str, inbox: str, removed: str) -> None:
+def test_path_rule_follows_the_whole_file_name(save: str, inbox: str, removed: str) -> None:
     assert inbox_dir(save) == Path(inbox)
     assert inbox_removed_dir(Path(save)) == Path(removed)
 
@@ -52,7 +57,7 @@ async def test_deliver_creates_the_inbox_and_writes_the_text(save_file: Path) ->
     assert path.parent == inbox_dir(save_file)
     assert DELIVERED_NAME.fullmatch(path.name)
     assert path.read_bytes() == "héllo\n".encode()
-    assert sorted(p.name for p in save_file.parent.iterdir()) == ["agent.inbox"]
+    assert sorted(p.name for p in save_file.parent.iterdir()) == ["agent.jsonl.inbox"]
 
 
 @pytest.mark.anyio

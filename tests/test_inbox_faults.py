@@ -242,7 +242,7 @@ async def test_the_transcript_lock_and_ledger_are_owner_only_whatever_the_umask(
     save_file: Path,
 ) -> None:
     await Session(MODEL, save_file=save_file, completion=FakeCompletion(text("ok"))).ask("hi")
-    ledger = save_file.with_name("agent.ledger.jsonl")
+    ledger = save_file.with_name("agent.jsonl.ledger.jsonl")
     assert (mode(save_file), mode(ledger)) == (0o600, 0o600)
 
 

@@ -88,8 +88,8 @@ def populate(save_file: Path) -> None:
     (folder / "sub").mkdir()
     (folder / ".dot").write_text("hidden")
     (folder / "link").symlink_to(folder / "1_a")
-    (save_file.parent / "agent.inbox_removed").mkdir()
-    (save_file.parent / "agent.inbox_removed" / "1_a").write_text("collides")
+    (save_file.parent / "agent.jsonl.inbox_removed").mkdir()
+    (save_file.parent / "agent.jsonl.inbox_removed" / "1_a").write_text("collides")
 
 
 async def run_strategy(save_file: Path) -> list[Any]:

@@ -18,15 +18,13 @@ import ctxmw
 from ctxmw import Settings, validate
 from ctxmw.context import compressors
 from ctxmw.context.offload import (
-    EXPAND_TOOL,
     FileResultStore,
     MemoryResultStore,
     OffloadedResult,
-    answer_expand,
-    expand,
     handle_for,
     store_dir,
 )
+from ctxmw.context.readback import READBACK_TOOL, answer
 from ctxmw.strategies import offload as offload_strategy
 from ctxmw.strategies.offload import Offload
 from ctxmw.types import Messages, StrategyContext
@@ -135,7 +133,7 @@ def test_the_file_store_sits_beside_the_save_file_and_is_owner_only(tmp_path: Pa
     finally:
         os.umask(old)
     folder = store_dir(save_file)
-    assert folder == tmp_path / "runs" / "agent.offload"
+    assert folder == tmp_path / "runs" / "agent.jsonl.offload"
     files = list(folder.iterdir())
     assert [f.name for f in files] == [f"{handle_for('c0', BIG)}.json"]
     assert stat.S_IMODE(folder.stat().st_mode) == 0o700
@@ -156,30 +154,43 @@ def test_the_file_store_reads_back_and_keeps_the_first_record(tmp_path: Path) ->
     assert not [p for p in (tmp_path / "s").iterdir() if p.name.startswith(".")]  # no temp left
 
 
-def test_store_dir_replaces_only_the_last_extension() -> None:
-    assert store_dir("d/a.b.jsonl") == Path("d/a.b.offload")
+def test_store_dir_follows_the_whole_file_name() -> None:
+    assert store_dir("d/a.b.jsonl") == Path("d/a.b.jsonl.offload")
     assert store_dir("d/agent") == Path("d/agent.offload")
+    assert store_dir("d/agent.json") != store_dir("d/agent.jsonl")
 
 
-def test_expand_returns_slices_and_explains_bad_arguments(store: MemoryResultStore) -> None:
+def expand_call(arguments: dict[str, Any] | str, id_: str = "x1") -> dict[str, Any]:
+    raw = arguments if isinstance(arguments, str) else json.dumps(arguments)
+    return {"id": id_, "type": "function", "function": {"name": "ctxmw_expand", "arguments": raw}}
+
+
+def test_an_offloaded_original_is_read_back_from_the_store_by_characters(
+    store: MemoryResultStore,
+) -> None:
     record = OffloadedResult("0123456789abcdef", "c", "read", "abcdefghij", "p")
     anyio.run(store.put, record)
     h = record.handle
 
-    def ask(*args: Any, **kwargs: Any) -> str:
-        return anyio.run(lambda: expand(store, *args, **kwargs))
+    def ask(handle: Any, offset: Any = None, limit: Any = None, max_chars: int = 8000) -> str:
+        args = {"handle": handle, "offset": offset, "limit": limit}
+        args = {k: v for k, v in args.items() if v is not None}
+        reply = anyio.run(lambda: answer(expand_call(args), [], max_chars=max_chars, store=store))
+        return str(reply["content"])
 
     assert ask(h, 2, 3) == f"[{h}: characters 2-5 of 10; next offset 5]\ncde"
     assert ask(h, 8) == f"[{h}: characters 8-10 of 10; the end]\nij"
     assert ask(h, 0, 100, max_chars=4).endswith("\nabcd")
     assert ask("nope").startswith("Error: 'nope' is not a handle")
-    assert ask("f" * 16).startswith("Error: the original of 'ffffffffffffffff' is gone")
+    assert "ffffffffffffffff: this result is no longer in the conversation" in ask("f" * 16)
     assert ask(h, 11).startswith("Error: offset=11 must be an integer from 0 to 10")
     assert ask(h, True).startswith("Error: offset=True")
     assert ask(h, 0, 0).startswith("Error: limit=0 must be an integer >= 1")
 
 
-def test_answer_expand_answers_a_stateless_callers_tool_call(tmp_path: Path) -> None:
+def test_the_store_beside_a_save_file_answers_when_the_history_lacks_the_original(
+    tmp_path: Path,
+) -> None:
     save_file = tmp_path / "agent.jsonl"
     prompt = anyio.run(
         lambda: ctxmw.prepare_prompt(
@@ -187,26 +198,21 @@ def test_answer_expand_answers_a_stateless_callers_tool_call(tmp_path: Path) -> 
         )
     )
     handle = prompt[2]["content"].split("[ctxmw offload ")[1][:16]
-    tool_call = {
-        "id": "x1",
-        "type": "function",
-        "function": {"name": "ctxmw_expand", "arguments": json.dumps({"handle": handle})},
-    }
     store = FileResultStore(store_dir(save_file))
-    answer = anyio.run(lambda: answer_expand(tool_call, store))
-    assert answer["role"] == "tool"
-    assert answer["tool_call_id"] == "x1"
-    assert answer["content"].endswith(BIG[:8000])
-    wrong = {**tool_call, "function": {"name": "read", "arguments": "{}"}}
-    with pytest.raises(ctxmw.UsageError, match="answers 'ctxmw_expand' calls only"):
-        anyio.run(lambda: answer_expand(wrong, store))
-    bad = {**tool_call, "function": {"name": "ctxmw_expand", "arguments": "[1]"}}
-    assert anyio.run(lambda: answer_expand(bad, store))["content"].startswith("Error:")
+    reply = anyio.run(lambda: answer(expand_call({"handle": handle, "offset": 0}), [], store=store))
+    assert reply["role"] == "tool"
+    assert reply["tool_call_id"] == "x1"
+    assert reply["content"].endswith(BIG[:8000])
+    bad = anyio.run(lambda: answer(expand_call("[1]"), [], store=store))
+    assert bad["content"].startswith("Error:")
 
 
-def test_the_expand_schema_names_no_handle() -> None:
-    assert set(EXPAND_TOOL["function"]["parameters"]["properties"]) == {
+def test_the_readback_schema_names_no_handle() -> None:
+    assert set(READBACK_TOOL["function"]["parameters"]["properties"]) == {
         "handle",
+        "start",
+        "end",
+        "pattern",
         "offset",
         "limit",
     }

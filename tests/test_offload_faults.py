@@ -15,14 +15,8 @@ import pytest
 
 import ctxmw
 from ctxmw import errors
-from ctxmw.context.offload import (
-    EXPAND_TOOL_NAME,
-    FileResultStore,
-    OffloadedResult,
-    answer_expand,
-    handle_for,
-    store_dir,
-)
+from ctxmw.context.offload import FileResultStore, OffloadedResult, handle_for, store_dir
+from ctxmw.context.readback import READBACK_TOOL_NAME, answer
 from ctxmw.testing import FakeCompletion, text, tool_calls
 
 pytestmark = pytest.mark.anyio
@@ -140,20 +134,28 @@ async def test_a_damaged_record_is_reported_once_and_the_conversation_goes_on(
     assert (record.parent / f".{handle}.json.damaged").exists()  # kept for inspection
 
 
-async def test_the_model_is_told_a_damaged_original_is_gone(tmp_path: Path) -> None:
+async def test_a_damaged_record_never_hides_the_original_the_conversation_holds(
+    tmp_path: Path,
+) -> None:
     save_file = tmp_path / "agent.jsonl"
+    damaged: list[str] = []
 
     def expand_after_damage(call: dict[str, Any]) -> Any:
         handle = handle_in(call["messages"][-1]["content"])
         damage(store_dir(save_file) / f"{handle}.json")
-        return tool_calls((EXPAND_TOOL_NAME, {"handle": handle, "offset": 0}))
+        damaged.append(handle)
+        return tool_calls((READBACK_TOOL_NAME, {"handle": handle, "offset": 0, "limit": 50}))
 
     agent = session(save_file, tool_calls(("read_log", {})), expand_after_damage, text("ok"))
     await agent.ask("Read the log.")
-    answer = fake_of(agent).calls[-1]["messages"][-1]
-    assert answer["role"] == "tool"
-    assert "is gone" in answer["content"]
-    assert "secret-" not in answer["content"]
+    reply = fake_of(agent).calls[-1]["messages"][-1]
+    assert reply["role"] == "tool"
+    assert reply["content"].endswith("\n" + BIG[:50])  # from the transcript, which keeps it
+    # Without the conversation the damaged record is read as missing, and the model told so.
+    store = FileResultStore(store_dir(save_file))
+    gone = await answer(expand_call(json.dumps({"handle": damaged[0]})), [], store=store)
+    assert "no longer in the conversation" in gone["content"]
+    assert "secret-" not in gone["content"]
 
 
 def outside_record(tmp_path: Path) -> OffloadedResult:
@@ -216,7 +218,7 @@ def expand_call(arguments: str) -> dict[str, Any]:
     return {
         "id": "c9",
         "type": "function",
-        "function": {"name": EXPAND_TOOL_NAME, "arguments": arguments},
+        "function": {"name": READBACK_TOOL_NAME, "arguments": arguments},
     }
 
 
@@ -229,7 +231,7 @@ HUGE = "9" * 5_000_000
     [
         json.dumps({"handle": HUGE}),
         json.dumps({"handle": STORED.handle, "offset": HUGE}),
-        json.dumps({"handle": STORED.handle, "limit": HUGE}),
+        json.dumps({"handle": STORED.handle, "offset": 0, "limit": HUGE}),
         "[" * 5_000_000,
     ],
     ids=["handle", "offset", "limit", "not-json"],
@@ -237,9 +239,9 @@ HUGE = "9" * 5_000_000
 async def test_expand_never_echoes_a_huge_argument_back(arguments: str, tmp_path: Path) -> None:
     store = FileResultStore(tmp_path / "store")
     await store.put(STORED)
-    answer = await answer_expand(expand_call(arguments), store)
-    assert answer["content"].startswith("Error: ")
-    assert len(answer["content"]) < 600
+    reply = await answer(expand_call(arguments), [], store=store)
+    assert reply["content"].startswith("Error: ")
+    assert len(reply["content"]) < 600
 
 
 async def test_the_save_files_folders_are_owner_only_under_umask_0(tmp_path: Path) -> None:

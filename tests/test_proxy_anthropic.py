@@ -10,11 +10,14 @@ from typing import Any
 import pytest
 
 from ctxmw.proxy._anthropic import ORIGIN, AnthropicTranslation
+from tests._fleet_convo import FLEET_SETTINGS
 from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
 from tests._proxy_routes import (
     ANTHROPIC,
+    Key,
     anthropic_answer,
     anthropic_events,
+    first_call,
     make_hook,
     rewrites,
     send,
@@ -137,3 +140,40 @@ async def test_a_block_that_is_not_an_object_is_a_400() -> None:
         await send(make_hook(), ANTHROPIC, body, anthropic_answer(0))
     assert caught.value.status_code == 400
     assert "messages[0].content" in json.dumps(caught.value.detail)
+
+
+@pytest.mark.parametrize("inner", ["acompletion", "aresponses"])
+async def test_litellms_own_call_for_an_openai_deployment_goes_as_litellm_made_it(
+    inner: str,
+) -> None:
+    """In front of an OpenAI-compatible deployment LiteLLM translates the request to chat (or to
+    the Responses API for ``openai/``) and calls the deployment hook again, with the same
+    logging object and call id: that call is not this route's, and goes as LiteLLM made it."""
+    hook, body = make_hook(**FLEET_SETTINGS), anthropic_request(16)
+    _, kwargs, outer = await first_call(hook, ("anthropic_messages", "openai/fake-model"), body)
+    translated = _as_chat({**body, **outer})
+    assert any(m["role"] == "tool" for m in translated)
+    made = {"messages": translated} if inner == "acompletion" else {"input": [{"role": "user"}]}
+    again = {**made, "litellm_call_id": "c", "litellm_logging_obj": kwargs["litellm_logging_obj"]}
+    assert await hook.async_pre_call_deployment_hook(again, inner) is None
+
+
+async def test_a_whole_answer_litellm_translated_is_measured_from_the_chat_response() -> None:
+    """LiteLLM's Anthropic shape of a translated answer leaves out cache reads of 0; the chat
+    response it came from, kept on the request's logging object, reports them."""
+
+    class Request:  # the proxy's logging object, as the chat bridge leaves it
+        def __init__(self) -> None:
+            usage = {"prompt_tokens": 100, "completion_tokens": 5}
+            self.bridged_model_response = {
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}],
+                "usage": {**usage, "prompt_tokens_details": {"cached_tokens": 0}},
+            }
+
+    served = {**anthropic_answer(0), "usage": {"input_tokens": 100, "output_tokens": 5}}
+    hook, request = make_hook(), Request()
+    route = ("anthropic_messages", "openai/fake-model")
+    data, _, _ = await first_call(hook, route, anthropic_request(2), request)
+    await hook.async_post_call_success_hook(data, Key(), served)
+    record = data["metadata"]["spend_logs_metadata"]["ctxmw"]
+    assert (record["prompt_tokens"], record["cache_read_tokens"]) == (100, 0)

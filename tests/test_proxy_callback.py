@@ -7,13 +7,14 @@ Redis are exercised in ``tests/proxy``.
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
 
 from ctxmw.proxy import CtxmwProxyHook, ProxyConfig, config_from_mapping
 from ctxmw.proxy.tenancy import scope_of
-from ctxmw.state import MemoryState, State
+from ctxmw.state import MemoryState, Note, State
 from ctxmw.testing import text, usage
 from ctxmw.types import Messages
 from tests._fleet_convo import FLEET_SETTINGS, Oracle, comparable, history
@@ -58,13 +59,19 @@ async def send(
     metadata: dict[str, Any] | None = None,
     key: Key | None = None,
     fail: bool = False,
+    reply: str = "ok",
 ) -> tuple[Messages, dict[str, Any]]:
-    """One request through the hooks: the prompt sent upstream and the request's data."""
-    call_id = f"call-{next(_ids)}"
+    """One request through the hooks: the prompt sent upstream and the request's data.
+
+    As the proxy does: every hook of the request gets its one logging object, except the
+    failure hook, whose data (the pre-call hook's dict) the proxy strips of it first.
+    """
+    call_id, request = f"call-{next(_ids)}", object()
     data: dict[str, Any] = {
         "model": "agent",
         "messages": messages,
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "metadata": dict(metadata or {}),
     }
     if session is not None:
@@ -75,12 +82,14 @@ async def send(
         "api_base": API_BASE,
         "messages": messages,
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
     }
-    sent = await hook.async_pre_call_deployment_hook(kwargs, None) or kwargs  # None: unchanged
+    sent = await hook.async_pre_call_deployment_hook(kwargs, "acompletion") or kwargs
     if fail:
+        del data["litellm_logging_obj"]
         await hook.async_post_call_failure_hook(data, RuntimeError("upstream down"), key or Key())
     else:
-        response = text("ok", usage=usage(10, 1))
+        response = text(reply, usage=usage(10, 1))
         await hook.async_post_call_success_hook(data, key or Key(), response)
     return sent["messages"], data
 
@@ -133,6 +142,38 @@ async def test_a_failed_request_gives_its_notes_back() -> None:
     assert later[-1]["role"] == "tool"
 
 
+class Requeues(MemoryState):
+    """A state that remembers what each settle gave back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.given_back: list[list[str]] = []
+
+    async def settle(self, conversation: str, claim: str, requeue: Sequence[Note] = ()) -> None:
+        self.given_back.append([note.text for note in requeue])
+        await super().settle(conversation, claim, requeue)
+
+
+@pytest.mark.parametrize("handed", ["its data", "a copy"])
+async def test_a_failed_request_gives_its_notes_back_at_once(handed: str) -> None:
+    """The proxy hands the failure hook the request's data without its logging object: the
+    pre-call hook's dict, or on /v1/responses a shallow copy of it. Either way the notes go back
+    at once, not only when the conversation's next request takes them over."""
+    state = Requeues()
+    hook = make_hook(state)
+    await state.push_note(scoped(), "note", "retry me")
+    request, server_request = object(), {"url": "http://proxy/v1/responses"}
+    data: dict[str, Any] = {"model": "agent", "messages": history(1), "litellm_session_id": "conv"}
+    data |= {"litellm_logging_obj": request, "proxy_server_request": server_request}
+    await hook.async_pre_call_hook(Key(), None, data, "acompletion")
+    kwargs = {"model": MODEL, "messages": history(1), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
+    del data["litellm_logging_obj"]
+    failed = dict(data) if handed == "a copy" else data
+    await hook.async_post_call_failure_hook(failed, RuntimeError("upstream down"), Key())
+    assert state.given_back == [["retry me"]]
+
+
 async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None:
     state = MemoryState()
     a, b = make_hook(state), make_hook(state)
@@ -141,6 +182,7 @@ async def test_a_request_whose_replica_died_is_redelivered_by_the_next() -> None
         "model": "agent",
         "messages": history(1),
         "litellm_call_id": "dies",
+        "litellm_logging_obj": object(),
         "litellm_session_id": "conv",
     }
     await a.async_pre_call_hook(Key(), None, data, "acompletion")  # ... and no end hook: killed
@@ -310,15 +352,41 @@ async def test_the_deployments_injection_points_count_against_the_mark_limit() -
     points = [{"location": "message", "role": "system"}]
     hook = make_hook(MemoryState(), settings={"prompt_strategies": "cache_breakpoints"})
     messages, _ = synthetic(120)
-    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_call_id": "c1"}
+    request = object()  # the proxy's logging object for this request
+    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_logging_obj": request}
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
     kwargs = {
         "model": "anthropic/claude-sonnet-4-5",
         "messages": messages,
-        "litellm_call_id": "c1",
+        "litellm_logging_obj": request,
         "cache_control_injection_points": points,
     }
-    sent = await hook.async_pre_call_deployment_hook(kwargs, None)
+    sent = await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     assert sent is not None
     own = sum(map(count_marks, sent["messages"]))
     assert own == MAX_BREAKPOINTS - len(injected_indices(sent["messages"], points))
+
+
+async def test_two_requests_sharing_a_call_id_each_send_their_own_conversation() -> None:
+    """A client may set ``x-litellm-call-id``: two tenants' requests in flight at once with
+    one id, both past the pre-call hook before either reaches the deployment, stay apart."""
+    hook = make_hook(MemoryState(), ledger="none")
+    keys = [Key(team="team-a"), Key(team="team-b")]
+    requests = [object(), object()]  # the proxy's logging object of each request
+    datas: list[dict[str, Any]] = []
+    for key, request, tag in zip(keys, requests, ("A", "B"), strict=True):
+        data = {"model": "agent", "messages": history(8, tag=tag), "litellm_call_id": "same"}
+        datas.append({**data, "litellm_session_id": "run", "litellm_logging_obj": request})
+        await hook.async_pre_call_hook(key, None, datas[-1], "acompletion")
+    sent = []
+    for request, tag in zip(requests, ("A", "B"), strict=True):
+        kwargs = {"model": MODEL, "messages": history(8, tag=tag), "litellm_call_id": "same"}
+        kwargs["litellm_logging_obj"] = request
+        sent.append(await hook.async_pre_call_deployment_hook(kwargs, "acompletion"))
+    assert [s["messages"][0]["content"] for s in sent] == [
+        history(1, tag="A")[0]["content"],
+        history(1, tag="B")[0]["content"],
+    ]
+    for key, data in zip(keys, datas, strict=True):
+        await hook.async_post_call_success_hook(data, key, text("ok", usage=usage(10, 1)))
+        assert ledger_of(data)["session"] == scoped("run", key)

@@ -105,3 +105,28 @@ def test_the_state_failure_policy_is_closed_by_default_and_checked() -> None:
         config_from_mapping({"ctxmw": {"on_state_error": "ajar"}})
     with pytest.raises(SettingsError, match=r"state_timeout must be .*got 0"):
         config_from_mapping({"ctxmw": {"state_timeout": 0}})
+
+
+def test_limits_default_safely_and_take_numbers_or_environment_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    assert config_from_mapping({}).limits.conversation_notes == 100
+    monkeypatch.setenv("NOTES_CAP", "20")
+    section = {"limits": {"conversation_notes": "os.environ/NOTES_CAP", "memo_bytes": 1 << 20}}
+    limits = config_from_mapping({"ctxmw": section}).limits
+    assert (limits.conversation_notes, limits.memo_bytes) == (20, 1 << 20)
+    assert limits.note_bytes == 65536  # the others keep their defaults
+
+
+@pytest.mark.parametrize(
+    ("limits", "named"),
+    [
+        ({"memo": 5}, "ctxmw.limits.memo is not a limit"),
+        ({"memo_bytes": 0}, "ctxmw.limits.memo_bytes must be a whole number above 0, got 0"),
+        ({"note_bytes": 1.5}, "ctxmw.limits.note_bytes must be a whole number above 0"),
+        ([100], "ctxmw.limits must be a mapping"),
+    ],
+)
+def test_a_bad_limit_stops_the_start_up_naming_it(limits: object, named: str) -> None:
+    with pytest.raises(SettingsError, match=named):
+        config_from_mapping({"ctxmw": {"limits": limits}})

@@ -47,9 +47,11 @@ class BrokenState(MemoryState):
         await self._trip()
         await super().set(key, value, ttl_s)
 
-    async def claim_notes(self, conversation: str, claim: str) -> list[Any]:
+    async def claim_notes(
+        self, conversation: str, claim: str, limit: int | None = None
+    ) -> list[Any]:
         await self._trip()
-        return await super().claim_notes(conversation, claim)
+        return await super().claim_notes(conversation, claim, limit)
 
     async def settle(self, conversation: str, claim: str, requeue: Any = ()) -> None:
         await self._trip()
@@ -93,17 +95,18 @@ async def test_a_state_failing_after_the_answer_never_fails_the_call(
     state = BrokenState(mode)
     hook = make_hook(state, state_timeout=0.2)
     await state.push_note(scoped(), "note", "secret note text")
-    call_id = "after-answer"
+    call_id, request = "after-answer", object()  # the proxy's logging object for it
     data: dict[str, Any] = {
         "model": "agent",
         "messages": history(3),
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "litellm_session_id": "conv",
         "metadata": {},
     }
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
-    kwargs = {"model": "openai/fake-model", "messages": history(3), "litellm_call_id": call_id}
-    await hook.async_pre_call_deployment_hook(kwargs, None)
+    kwargs = {"model": "openai/fake-model", "messages": history(3), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     state.broken = True  # Redis goes away while the provider answers
     before = failures("telemetry")
     with caplog.at_level(logging.WARNING, logger="ctxmw"):
@@ -120,16 +123,17 @@ async def test_an_answer_without_cache_figures_is_recorded_and_counted(tmp_path:
     pytest.importorskip("prometheus_client")
     ledger = tmp_path / "{replica}.jsonl"
     hook = make_hook(MemoryState(), ledger=str(ledger), replica="r1")
-    call_id = "no-cache-figures"
+    call_id, request = "no-cache-figures", object()  # the proxy's logging object for it
     data: dict[str, Any] = {
         "model": "agent",
         "messages": history(2),
         "litellm_call_id": call_id,
+        "litellm_logging_obj": request,
         "litellm_session_id": "conv",
     }
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
-    kwargs = {"model": "openai/fake-model", "messages": history(2), "litellm_call_id": call_id}
-    await hook.async_pre_call_deployment_hook(kwargs, None)
+    kwargs = {"model": "openai/fake-model", "messages": history(2), "litellm_logging_obj": request}
+    await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     answer = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -196,3 +200,66 @@ async def test_a_record_the_state_cannot_save_is_still_published_and_counted(
     assert failures("telemetry") == before + 1
     assert "telemetry failed (ConnectionError)" in caplog.text
     assert "Connection refused" not in caplog.text
+
+
+class HungAfterClaim(MemoryState):
+    """Answers the inbox claim at once; then every read, write and settle hangs (counted)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hung: list[str] = []
+        self.claimed = False
+
+    async def claim_notes(
+        self, conversation: str, claim: str, limit: int | None = None
+    ) -> list[Any]:
+        notes = await super().claim_notes(conversation, claim, limit)
+        self.claimed = True
+        return notes
+
+    async def _hang(self, what: str) -> None:
+        if self.claimed:
+            self.hung.append(what)
+            await anyio.sleep_forever()
+
+    async def get(self, key: str) -> str | None:
+        await self._hang("get")
+        return await super().get(key)
+
+    async def set(self, key: str, value: str, ttl_s: int = 3600) -> None:
+        await self._hang("set")
+        await super().set(key, value, ttl_s)
+
+    async def settle(self, conversation: str, claim: str, requeue: Any = ()) -> None:
+        await self._hang("settle")
+        await super().settle(conversation, claim, requeue)
+
+
+async def test_a_slow_state_costs_a_request_its_state_timeout_once_in_all() -> None:
+    state = HungAfterClaim()
+    hook = make_hook(state, state_timeout=0.3)
+    await state.push_note(scoped(), "note", "claimed, then Redis hangs")
+    with anyio.fail_after(60):
+        prompt, data = await send(hook, history(3))
+    assert prompt[-1]["content"] == "claimed, then Redis hangs"
+    # The telemetry's read spent what was left of the request's budget: the settle and the
+    # telemetry's save were never waited on (each would have waited a whole state_timeout).
+    assert state.hung == ["get"]
+    assert "spend_logs_metadata" not in data["metadata"]
+
+
+async def test_a_spent_budget_refuses_at_once_without_calling_the_state() -> None:
+    from ctxmw.proxy._guard import StateBudget
+
+    budget, calls = StateBudget(0.05), []
+
+    async def slow() -> None:
+        calls.append("slow")
+        await anyio.sleep_forever()
+
+    with pytest.raises(TimeoutError):
+        await budget.run(slow)
+    with pytest.raises(TimeoutError):
+        await budget.run(slow)
+    assert calls == ["slow"]
+    assert budget.left <= 0

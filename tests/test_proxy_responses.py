@@ -4,14 +4,18 @@ out as ``input`` items (no proxy process; the real proxy is in ``tests/proxy``).
 from __future__ import annotations
 
 import copy
+import json
 from typing import Any
 
 import pytest
 
 from ctxmw.proxy._responses import ORIGIN, ResponsesTranslation
+from tests._fleet_convo import FLEET_SETTINGS
 from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
 from tests._proxy_routes import (
     RESPONSES,
+    Key,
+    first_call,
     make_hook,
     responses_answer,
     responses_events,
@@ -98,3 +102,42 @@ async def test_a_streamed_answer_is_recorded_with_its_cache_reads() -> None:
     )
     assert sent.record["cache_read_tokens"] == 64
     assert sent.record["prompt_tokens"] == 100
+
+
+async def test_a_streamed_answer_of_litellms_own_events_is_recorded_with_its_cache_reads() -> None:
+    # The proxy's iterator hook sees litellm's event objects, whose type is an enum.
+    events = pytest.importorskip("litellm.types.llms.openai")
+    answer = {**responses_answer(0, read=64), "created_at": 1, "model": "gpt-4o"}
+    response = events.ResponsesAPIResponse(
+        **answer, parallel_tool_calls=True, tool_choice="auto", tools=[]
+    )
+    completed = events.ResponseCompletedEvent(
+        type=events.ResponsesAPIStreamEvents.RESPONSE_COMPLETED, response=response
+    )
+    sent = await send(make_hook(), RESPONSES, responses_request(2), [completed], stream=True)
+    assert sent.record["cache_read_tokens"] == 64
+    assert sent.record["prompt_tokens"] == 100
+    assert sent.record["completion_tokens"] == 5
+    assert sent.record["usage_estimated"] is False
+
+
+async def test_litellms_own_chat_call_for_a_chat_only_deployment_goes_as_litellm_made_it() -> None:
+    """In front of ``anthropic/`` (or any deployment without a Responses API) LiteLLM calls the
+    deployment hook again, for its chat call made from what the hook returned, with the same
+    logging object and call id: that call is not this route's, and goes as LiteLLM made it."""
+    hook, body = make_hook(**FLEET_SETTINGS), responses_request(16)
+    _, kwargs, outer = await first_call(hook, ("aresponses", "anthropic/claude-sonnet-4-5"), body)
+    assert len(json.dumps(outer["input"])) < len(json.dumps(body["input"]))
+    chat = {"model": "claude-sonnet-4-5", "messages": _as_chat({**body, **outer})}
+    inner = {**chat, "litellm_call_id": "c", "litellm_logging_obj": kwargs["litellm_logging_obj"]}
+    assert await hook.async_pre_call_deployment_hook(inner, "acompletion") is None
+    # A retry of the request's own call is served again, with the same prompt.
+    assert await hook.async_pre_call_deployment_hook(dict(kwargs), "aresponses") == outer
+
+
+async def test_ctxmw_options_are_removed_from_a_chained_request() -> None:
+    # ctxmw leaves a chained request alone, but its options never reach the provider.
+    body = {"previous_response_id": "resp_1", "input": [responses_request(1)["input"][-1]]}
+    data = {"model": "agent", **body, "metadata": {"ctxmw": {"epoch_size": 2}, "tag": "x"}}
+    assert await make_hook().async_pre_call_hook(Key(), None, data, "aresponses") is None
+    assert data["metadata"] == {"tag": "x"}

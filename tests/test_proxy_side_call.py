@@ -42,12 +42,13 @@ async def test_a_summary_goes_to_the_deployment_with_its_credentials(
     settings = {"prompt_strategies": "summarize,inbox", "context_window": 6000}
     hook = make_hook(MemoryState(), settings=settings)
     messages = history(40)
-    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_call_id": "c1"}
+    request = object()  # the proxy's logging object for this request
+    data: dict[str, Any] = {"model": "agent", "messages": messages, "litellm_logging_obj": request}
     await hook.async_pre_call_hook(Key(), None, data, "acompletion")
     kwargs = {
         "model": "openai/fake-model",
         "messages": messages,
-        "litellm_call_id": "c1",
+        "litellm_logging_obj": request,
         "api_base": DEPLOYMENT,
         "api_key": "sk-deployment-key",
     }
@@ -55,7 +56,7 @@ async def test_a_summary_goes_to_the_deployment_with_its_credentials(
         route = router.post(f"{DEPLOYMENT}/chat/completions").mock(
             return_value=httpx.Response(200, json=SUMMARY)
         )
-        await hook.async_pre_call_deployment_hook(kwargs, None)
+        await hook.async_pre_call_deployment_hook(kwargs, "acompletion")
     assert route.called
     request = route.calls.last.request
     assert request.headers["authorization"] == "Bearer sk-deployment-key"

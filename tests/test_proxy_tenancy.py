@@ -6,10 +6,12 @@ Two hooks sharing one state stand for two replicas; the keys are the parts of li
 
 from __future__ import annotations
 
+import logging
+
 import pytest
 
 from ctxmw.errors import UsageError
-from ctxmw.proxy.tenancy import inbox_target, scope_of
+from ctxmw.proxy.tenancy import inbox_target, scope_of, scoped_identity
 from ctxmw.runtime.identity import MAX_ID
 from ctxmw.state import MemoryState
 from tests._fleet_convo import history
@@ -121,3 +123,53 @@ async def test_two_long_ids_that_share_200_characters_stay_two_conversations() -
     first_prompt, _ = await send(hook, history(1), session=first, key=ALICE)
     assert second_prompt[-1]["role"] == "tool"
     assert first_prompt[-1]["content"] == "only for the first"
+
+
+def test_a_save_file_or_session_in_the_body_names_no_conversation() -> None:
+    junk = "s\x00\n" * 100_000  # 300 kB of id, with a NUL and a line break
+    data = {"messages": history(1), "save_file": "/tmp/agent.jsonl", "session": junk}
+    assert scoped_identity(data, ALICE).source == "head"
+    named = scoped_identity({**data, "litellm_session_id": "run-7"}, ALICE)
+    assert (named.conversation, named.source) == ("team:team-a/run-7", "session_id")
+
+
+async def test_a_lone_surrogate_in_a_session_id_is_a_400_naming_it() -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException
+
+    with pytest.raises(HTTPException) as raised:
+        await send(make_hook(MemoryState()), history(1), session="run-\ud800")
+    assert raised.value.status_code == 400
+    assert "'run-\\ud800' is not valid Unicode text" in raised.value.detail["error"]
+    with pytest.raises(UsageError, match="not valid Unicode"):
+        inbox_target("run-\udc80", ALICE)
+
+
+@pytest.mark.parametrize(
+    ("chain", "refusal"),
+    [
+        ("inbox,inbox", "lists ['inbox'] more than once"),
+        (["inbox"] * 201, "lists 201 strategies; it may list at most 2"),
+    ],
+)
+async def test_a_tenant_chain_repeats_no_strategy_and_is_no_longer_than_the_operators(
+    chain: object, refusal: str
+) -> None:
+    HTTPException = pytest.importorskip("fastapi").HTTPException
+
+    hook = make_hook(MemoryState(), request_options=["prompt_strategies"])
+    with pytest.raises(HTTPException) as raised:
+        await send(hook, history(1), metadata={"ctxmw": {"prompt_strategies": chain}})
+    assert raised.value.status_code == 400
+    assert refusal in raised.value.detail["error"]
+
+
+async def test_a_session_id_reaches_the_proxy_log_line_escaped(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.INFO, logger="ctxmw"):
+        await send(make_hook(MemoryState()), history(1), session="run\x1b[31m\nforged line")
+    lines = [r.getMessage() for r in caplog.records]
+    line = next(text for text in lines if "ctxmw proxy conversation=" in text)
+    assert "run\\x1b[31m\\nforged line" in line
+    assert "\x1b" not in line
+    assert "\n" not in line

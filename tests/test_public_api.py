@@ -16,6 +16,7 @@ PUBLIC = [
     "ContextOverflowError",
     "CtxmwError",
     "CtxmwRuntimeError",
+    "InvalidSaveFileError",
     "InvalidTranscriptError",
     "MaxRoundsExceeded",
     "Message",
@@ -64,6 +65,7 @@ def test_error_tree() -> None:
         ctxmw.SettingsError,
         ctxmw.UnknownStrategyError,
         ctxmw.InvalidTranscriptError,
+        ctxmw.InvalidSaveFileError,
         ctxmw.ContextOverflowError,
     ]
     runtime = [

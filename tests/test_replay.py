@@ -282,7 +282,7 @@ def test_a_glob_matching_a_ledger_skips_it_with_a_note(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     files = session_folder(tmp_path)
-    assert [f.name for f in files] == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert [f.name for f in files] == ["agent.jsonl", "agent.jsonl.ledger.jsonl"]
     assert main(["replay", *map(str, files), "--fast", "--json"]) == 0
     captured = capsys.readouterr()
     assert list(json.loads(captured.out)["transcripts"]) == [str(files[0])]

@@ -112,8 +112,9 @@ async def test_revisions_round_trip_through_the_file(tmp_path: Path) -> None:
     assert await reread.load() == revisions.current
     assert reread.ours == [False, False, False, True, True, False]
     lines = [json.loads(line) for line in file.path.read_text().splitlines()]
-    assert lines[3] == {"ctxmw": "edit", "ops": [[2, 1, 0]]}
-    assert lines[5] == {"ctxmw": "tool_loop", "count": 2}
+    assert lines[3] == {"ctxmw": "edit", "ops": [[2, 1, 0]], "bytes": 0}
+    loop_bytes = len(dump_line(CALL)) + len(dump_line(RESULT))
+    assert lines[5] == {"ctxmw": "tool_loop", "count": 2, "bytes": loop_bytes}
 
 
 async def test_a_file_that_only_grew_is_plain_messages(tmp_path: Path) -> None:
@@ -125,7 +126,8 @@ async def test_a_file_that_only_grew_is_plain_messages(tmp_path: Path) -> None:
 
 async def test_an_edit_whose_lines_a_torn_write_cut_off_is_ignored(tmp_path: Path) -> None:
     path = tmp_path / "agent.jsonl"
-    edit = dump_line({"ctxmw": "edit", "ops": [[0, 1, 2]]})
+    size = 2 * len(dump_line(MORE))  # the write held two lines; the crash left one
+    edit = dump_line({"ctxmw": "edit", "ops": [[0, 1, 2]], "bytes": size})
     path.write_bytes(dump_line(SYSTEM) + dump_line(USER) + edit + dump_line(MORE))
     file = TranscriptFile(path)
     assert await file.load() == [SYSTEM, USER]

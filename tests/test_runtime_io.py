@@ -193,7 +193,7 @@ async def test_a_read_stream_saves_its_answer_and_gives_the_lock_back(tmp_path: 
 
 
 def ledger_rounds(save_file: Path) -> list[int]:
-    return [entry["round"] for entry in lines(save_file.with_name("agent.ledger.jsonl"))]
+    return [entry["round"] for entry in lines(save_file.with_name("agent.jsonl.ledger.jsonl"))]
 
 
 async def test_a_warm_turn_has_its_ledger_line_on_disk_when_it_returns(tmp_path: Path) -> None:

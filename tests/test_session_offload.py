@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 import ctxmw
-from ctxmw.context.offload import EXPAND_TOOL, MemoryResultStore, store_dir
+from ctxmw.context.offload import MemoryResultStore, store_dir
+from ctxmw.context.readback import READBACK_TOOL
 from ctxmw.testing import FakeCompletion, text, tool_calls
 from tests.test_session import MODEL
 
@@ -53,7 +54,7 @@ async def test_a_retrieval_round_trip_through_the_tool_loop(tmp_path: Path) -> N
     assert reply.choices[0].message.content == "found it"
     # The tools block is the same on every call, the retrieval tool in it from the first one.
     assert [c["tools"] for c in fake.calls] == [fake.calls[0]["tools"]] * 3
-    assert fake.calls[0]["tools"][-1] == EXPAND_TOOL
+    assert fake.calls[0]["tools"][-1] == READBACK_TOOL
     sent_result = fake.calls[1]["messages"][-1]
     assert len(sent_result["content"]) < 2000
     answer = fake.calls[2]["messages"][-1]

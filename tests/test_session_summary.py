@@ -99,7 +99,7 @@ async def test_the_summary_call_uses_the_session_completion_kwargs_and_ledger(
     assert all("tools" not in c for c in summaries)  # the cheap path sends no agent tools
     kinds = [r.kind for r in convo.records]  # type: ignore[attr-defined]
     assert kinds.count("summary") == len(summaries)
-    ledger = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
+    ledger = (tmp_path / "agent.jsonl.ledger.jsonl").read_text().splitlines()
     entries = [json.loads(line) for line in ledger]
     assert [e["kind"] for e in entries] == kinds
     assert [e["model"] for e in entries if e["kind"] == "summary"] == ["cheap-model"] * len(

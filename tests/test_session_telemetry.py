@@ -49,11 +49,10 @@ async def test_every_round_is_recorded_to_hooks_ledger_and_logger(
     assert records[2].bust is None
     assert records[0].budget is not None
     assert records[0].budget["band"] == "ok"
-    ledger = [
-        json.loads(line) for line in (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
-    ]
+    lines = (tmp_path / "agent.jsonl.ledger.jsonl").read_text().splitlines()
+    ledger = [json.loads(line) for line in lines]
     assert [entry["round"] for entry in ledger] == [0, 1, 2]
-    assert "Add things." not in (tmp_path / "agent.ledger.jsonl").read_text()
+    assert "Add things." not in (tmp_path / "agent.jsonl.ledger.jsonl").read_text()
     assert sum("ctxmw call" in r.getMessage() for r in caplog.records) == 3
 
 
@@ -118,7 +117,7 @@ async def test_telemetry_can_be_switched_off(tmp_path: Path) -> None:
     )
     await session.ask("hi")
     assert records == []
-    assert not (tmp_path / "a.ledger.jsonl").exists()
+    assert not (tmp_path / "a.jsonl.ledger.jsonl").exists()
 
 
 async def test_budget_layers_kept_incrementally_equal_a_count_from_scratch() -> None:
@@ -176,7 +175,7 @@ async def test_a_ledger_that_cannot_be_written_never_fails_the_transcript_write(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
     save_file = tmp_path / "agent.jsonl"
-    (tmp_path / "agent.ledger.jsonl").mkdir()  # opening it for append fails
+    (tmp_path / "agent.jsonl.ledger.jsonl").mkdir()  # opening it for append fails
     session = ctxmw.Session(MODEL, save_file=save_file, completion=FakeCompletion(text("ok")))
     response = await session.ask("hi")
     assert response.choices[0].message.content == "ok"
@@ -198,7 +197,7 @@ async def test_a_failed_transcript_write_still_writes_the_ledger_line(
     session = ctxmw.Session(MODEL, save_file=save_file, completion=FakeCompletion(text("ok")))
     with pytest.raises(SaveFileWriteError):
         await session.ask("hi")
-    assert (tmp_path / "agent.ledger.jsonl").read_text().count("\n") == 1
+    assert (tmp_path / "agent.jsonl.ledger.jsonl").read_text().count("\n") == 1
     assert session.messages[-1]["content"] == "ok"  # kept in memory for the next write
 
 
@@ -218,7 +217,7 @@ async def test_a_summary_recorded_before_a_failed_call_still_reaches_the_ledger(
     )
     with pytest.raises(RuntimeError, match="provider down"):
         await session.ask("hi")
-    ledger = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
+    ledger = (tmp_path / "agent.jsonl.ledger.jsonl").read_text().splitlines()
     assert [json.loads(line)["kind"] for line in ledger] == ["summary"]
     assert lock_is_free(tmp_path / "agent.jsonl")
 
@@ -240,7 +239,7 @@ async def test_a_notes_one_time_delivery_is_a_bust_of_the_inbox(tmp_path: Path) 
         history = [*history, {"role": "assistant", "content": f"r{n}"}]
         history.append({"role": "user", "content": f"u{n}"})
     assert fake.calls[1]["messages"][-1]["content"] == "a note from outside"
-    ledger = [json.loads(x) for x in (tmp_path / "a.ledger.jsonl").read_text().splitlines()]
+    ledger = [json.loads(x) for x in (tmp_path / "a.jsonl.ledger.jsonl").read_text().splitlines()]
     assert [r["bust"] for r in ledger] == [
         None, None, {"cause": "strategy", "strategy": "inbox", "message_index": 4}
     ]  # fmt: skip

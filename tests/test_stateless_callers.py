@@ -81,7 +81,7 @@ async def test_an_assistant_message_resent_with_content_none_is_sent_once(
     assert fake.prompts == passed
     for prompt in fake.prompts:
         ctxmw.validate(prompt)
-    assert files(tmp_path) == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert files(tmp_path) == ["agent.jsonl", "agent.jsonl.ledger.jsonl"]
     roles = [m["role"] for m in await ctxmw.Session(MODEL, save_file=save_file).load()]
     assert roles.count("assistant") == 20
 
@@ -121,7 +121,7 @@ async def test_a_turn_restarted_after_a_provider_error_sends_only_the_callers_hi
     current = await ctxmw.Session(MODEL, save_file=save_file).load()
     assert [m["role"] for m in current] == ["system", "user", "assistant"]
     assert current[-1]["content"] == "Let me try again."
-    assert files(tmp_path) == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert files(tmp_path) == ["agent.jsonl", "agent.jsonl.ledger.jsonl"]
 
 
 async def test_tool_items_the_caller_removed_are_not_resent(tmp_path: Path) -> None:
@@ -159,7 +159,7 @@ async def test_a_moving_system_prompt_leaves_one_transcript_and_one_ledger(
         reply = await call([system, *history], fake, save_file)
         assert fake.prompts[-1] == [system, *history]
         history += [framework_copy(reply.choices[0].message), {"role": "user", "content": str(n)}]
-    assert files(tmp_path) == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert files(tmp_path) == ["agent.jsonl", "agent.jsonl.ledger.jsonl"]
     # Each call records the one message that moved, not the whole history again.
     lines = save_file.read_text().splitlines()
     assert len(lines) < 100 * 5

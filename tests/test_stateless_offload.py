@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import ctxmw
-from ctxmw.context.offload import EXPAND_TOOL_NAME
+from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.runtime import wrapper
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.strategies import offload as offload_strategy
@@ -72,7 +72,7 @@ async def test_a_later_call_of_a_conversation_reads_an_earlier_original_back() -
         {"role": "assistant", "content": "read it"},
         {"role": "user", "content": "What is at offset 24?"},
     ]
-    expand = tool_calls((EXPAND_TOOL_NAME, {"handle": handle, "offset": 24, "limit": 12}))
+    expand = tool_calls((READBACK_TOOL_NAME, {"handle": handle, "offset": 24, "limit": 12}))
     second = await call(later, expand, text("found"), session="reader")
     answer = second.prompts[1][-1]
     assert answer["role"] == "tool"
@@ -88,5 +88,5 @@ async def test_without_a_save_file_or_session_results_go_unchanged_with_one_warn
     for n, fake in enumerate(fakes):
         assert fake.prompts[0][-1]["content"] == history(n)[2]["content"]
         names = [t["function"]["name"] for t in fake.calls[0].get("tools") or []]
-        assert EXPAND_TOOL_NAME not in names
+        assert READBACK_TOOL_NAME not in names
     assert caplog.text.count("offload is off") == 1

@@ -267,7 +267,7 @@ async def test_check_exits_1_on_a_ledger_where_a_strategy_busts_every_call(
         )  # fmt: skip
         history = [*history, {"role": "assistant", "content": f"{n}"}]
         history.append({"role": "user", "content": f"next {n}"})
-    ledger = str(tmp_path / "agent.ledger.jsonl")
+    ledger = str(tmp_path / "agent.jsonl.ledger.jsonl")
     assert main(["stats", "--check", ledger]) == 1
     out = capsys.readouterr().out
     assert "ALERT bust_every_call: Session " in out
@@ -280,3 +280,16 @@ def test_follow_with_no_argument_waits_for_the_default_ledger(
 ) -> None:
     assert main(["stats", "--follow", "--idle", "0", "--poll", "0.01"]) == 0
     assert capsys.readouterr().out.splitlines()[0].split()[:3] == ["session", "model", "calls"]
+
+
+def test_control_characters_of_a_session_id_are_escaped_on_the_terminal(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from ctxmw.cli.stats import call_line
+
+    session = "team:a/run\x1b]0;owned\x07\x1b[2J\n"
+    records = [rec(0, 0, session), rec(1, 1920, session, bust=TOOLS_BUST)]
+    assert main(["stats", str(write(tmp_path / "c.ledger.jsonl", records))]) == 0
+    out = capsys.readouterr().out + call_line(records[1])
+    assert not any(c in out for c in "\x1b\x07")
+    assert "run\\x1b]0;owned\\x07\\x1b[2J\\n" in out

@@ -72,8 +72,8 @@ async def test_missing_inbox_dir_is_a_noop_that_creates_nothing(save_file: Path)
 @pytest.mark.parametrize(
     ("save_name", "inbox_name"),
     [
-        ("x.files/agent.jsonl", "x.files/agent.inbox"),
-        ("a.b.jsonl", "a.b.inbox"),
+        ("x.files/agent.jsonl", "x.files/agent.jsonl.inbox"),
+        ("a.b.jsonl", "a.b.jsonl.inbox"),
         ("agent", "agent.inbox"),
     ],
 )

@@ -79,7 +79,7 @@ def test_completion_saves_the_turn_and_its_ledger(
     assert reply.choices[0].message.content == "ok"
     assert normal(server.prompts[0]) == normal(HISTORY)
     assert [m["role"] for m in load(save_file)] == ["system", "user", "assistant"]
-    assert (tmp_path / "agent.ledger.jsonl").read_text().count("\n") == 1
+    assert (tmp_path / "agent.jsonl.ledger.jsonl").read_text().count("\n") == 1
     assert lock_is_free(save_file)
 
 

@@ -48,7 +48,7 @@ async def test_the_ledger_writes_null_for_an_unreported_cache(tmp_path: Path) ->
         response=response,
     )  # fmt: skip
     assert (record.cache_read_tokens, record.cache_write_tokens) == (None, None)
-    line = json.loads((tmp_path / "agent.ledger.jsonl").read_text())
+    line = json.loads((tmp_path / "agent.jsonl.ledger.jsonl").read_text())
     assert (line["cache_read_tokens"], line["cache_write_tokens"]) == (None, None)
 
 

@@ -21,15 +21,16 @@ LEDGER_KEYS = {
     "prompt_tokens_local", "prefix_tokens_local", "expected_cached_tokens", "prompt_tokens",
     "cache_read_tokens", "cache_write_tokens", "completion_tokens", "usage_estimated", "cost_usd",
     "latency_s", "bust", "payload_digest", "budget", "kind", "cache_marks", "prompt_cache_key",
-    "alerts",
+    "alerts", "readback",
 }  # fmt: skip
 SECRET = "sk-live-SECRET-tool-output"
 
 
 def test_ledger_path_beside_the_save_file() -> None:
-    assert ledger_path("dir/agent.jsonl") == Path("dir/agent.ledger.jsonl")
-    assert ledger_path("dir/a.b.jsonl") == Path("dir/a.b.ledger.jsonl")
+    assert ledger_path("dir/agent.jsonl") == Path("dir/agent.jsonl.ledger.jsonl")
+    assert ledger_path("dir/a.b.jsonl") == Path("dir/a.b.jsonl.ledger.jsonl")
     assert ledger_path("dir/agent") == Path("dir/agent.ledger.jsonl")
+    assert ledger_path("dir/agent.json") == Path("dir/agent.json.ledger.jsonl")
 
 
 async def _two_calls(recorder: CallRecorder) -> list[CallRecord]:
@@ -72,11 +73,11 @@ async def test_records_reach_the_ledger_the_logger_and_hooks(
     with caplog.at_level(logging.INFO, logger="ctxmw"):
         records = await _two_calls(recorder)
     assert seen == [records[0], records[0], records[1], records[1]]
-    lines = (tmp_path / "agent.ledger.jsonl").read_text().splitlines()
+    lines = (tmp_path / "agent.jsonl.ledger.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == [r.to_dict() for r in records]
     assert set(json.loads(lines[0])) == LEDGER_KEYS
     assert SECRET not in "".join(lines)
-    assert stat.S_IMODE((tmp_path / "agent.ledger.jsonl").stat().st_mode) == 0o600
+    assert stat.S_IMODE((tmp_path / "agent.jsonl.ledger.jsonl").stat().st_mode) == 0o600
     info = [r.getMessage() for r in caplog.records if r.name == "ctxmw"]
     assert len(info) == 2
     assert info[0].startswith("ctxmw call 1 session=")
@@ -98,7 +99,7 @@ async def test_the_ledger_holds_what_was_measured_whatever_a_hook_does(tmp_path:
         "s", save_file=tmp_path / "a.jsonl", on_call=[meddle], token_counter=ApproxCounter()
     )
     records = await _two_calls(recorder)
-    lines = (tmp_path / "a.ledger.jsonl").read_text().splitlines()
+    lines = (tmp_path / "a.jsonl.ledger.jsonl").read_text().splitlines()
     assert [json.loads(line)["budget"]["tools"] for line in lines] == [0, 0]
     assert [r.budget["tools"] for r in records if r.budget] == [-1, -1]
 

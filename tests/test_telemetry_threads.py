@@ -62,7 +62,7 @@ async def test_only_the_ledger_append_goes_to_a_worker_thread(
     recorder = CallRecorder("s", save_file=tmp_path / "s.jsonl", token_counter=ApproxCounter())
     await _calls(recorder, [600, 603, 1400, 1401])
     names = {getattr(f, "__qualname__", repr(f)) for f in trips}
-    assert names == {LedgerWriter._append.__qualname__}
+    assert names == {LedgerWriter.append_now.__qualname__}
     assert len(trips) == 4  # one trip per call
 
 

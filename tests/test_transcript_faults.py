@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import errno
 import json
-import os
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +12,7 @@ from ctxmw import Session, errors
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.stats import load_ledgers
 from ctxmw.testing import FakeCompletion, text, tool_calls
+from tests._disk import full_disk
 
 pytestmark = pytest.mark.anyio
 
@@ -84,19 +83,6 @@ async def test_the_next_run_after_a_torn_first_result_sends_no_unanswered_call(
     ]
 
 
-def full_disk(monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """Make every fsync fail as on a full disk; returns a switch (clear it to heal the disk)."""
-    real, broken = os.fsync, [1]
-
-    def fsync(fd: int) -> None:
-        if broken:
-            raise OSError(errno.ENOSPC, "No space left on device")
-        real(fd)
-
-    monkeypatch.setattr(os, "fsync", fsync)
-    return broken
-
-
 async def test_a_full_disk_raises_a_ctxmw_error_naming_the_file_and_keeps_the_round(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -155,7 +141,7 @@ async def test_a_record_appended_after_a_torn_ledger_line_is_kept(tmp_path: Path
     save_file = tmp_path / "agent.jsonl"
     session = Session(MODEL, save_file=save_file, completion=FakeCompletion(text("a"), text("b")))
     await session.ask("one")
-    ledger = save_file.with_name("agent.ledger.jsonl")
+    ledger = save_file.with_name("agent.jsonl.ledger.jsonl")
     with ledger.open("ab") as handle:
         handle.write(b'{"ts": "2026-01-01T00:00:00Z", "sess')  # a writer killed mid-append
     await session.ask("two")

@@ -153,7 +153,7 @@ async def test_an_edited_history_is_a_new_revision_of_the_same_file(tmp_path: Pa
         completion=FakeCompletion(text("C")),
         prompt_strategies="none",
     )
-    assert names(tmp_path) == ["agent.jsonl", "agent.ledger.jsonl"]
+    assert names(tmp_path) == ["agent.jsonl", "agent.jsonl.ledger.jsonl"]
     revisions = await TranscriptFile(save_file).revisions()
     assert [[m["content"] for m in r] for r in [*revisions.earlier, revisions.current]] == [
         ["Be brief.", "Hi", "A"],

@@ -177,6 +177,8 @@ def _alert_line(alert: Mapping[str, Any]) -> str:
 
 def call_line(record: Mapping[str, Any]) -> str:
     """One followed call: tokens, reported and expected cached fractions, the bust."""
+    from ctxmw.telemetry.record import printable
+
     read = record.get("cache_read_tokens")
     prompt = record.get("prompt_tokens") or 0
     local = record.get("prompt_tokens_local") or 0
@@ -188,7 +190,8 @@ def call_line(record: Mapping[str, Any]) -> str:
     if isinstance(bust, dict) and bust.get("strategy"):
         cause += f":{bust['strategy']}"
     return (
-        f"call {record.get('session')} round={record.get('round')} model={record.get('model')} "
+        f"call {printable(str(record.get('session')))} round={record.get('round')} "
+        f"model={printable(str(record.get('model')))} "
         f"prompt={prompt} read={'null' if read is None else read} cached={got} "
         f"expected={want}{cause}"
     )

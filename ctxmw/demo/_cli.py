@@ -82,8 +82,8 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
         "cleared to a placeholder / all of them. hidden: of the paths, names and numbers the "
         "agent's next action took from a tool result, the share its prompt no longer showed "
         "(every call; ctxmw replay measures it the same way).",
-        f"files in {out}/: one transcript (*.jsonl), its ledger (*.ledger.jsonl) and its lock "
-        "file (*.jsonl.lock, empty when free) per row.",
+        f"files in {out}/: one transcript (*.jsonl), its ledger (*.jsonl.ledger.jsonl) and its "
+        "lock file (*.jsonl.lock, empty when free) per row.",
     )
     records = load_ledgers(sorted(out.glob(f"*{LEDGER_SUFFIX}")))
     hidden = {f"demo:{row.strategies}": row.hidden for row in rows}

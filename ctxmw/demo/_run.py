@@ -224,7 +224,10 @@ def check_strategies(strategies: Sequence[str]) -> list[str]:
 
 def _clear(save_file: Path) -> None:
     beside = Beside.of(save_file)
-    for path in (save_file, beside.ledger, beside.lock):
+    # The demo's own files, under today's names and an earlier version's (a stale ledger would
+    # join the report).
+    for path in (save_file, beside.ledger, beside.legacy("ledger"), beside.lock):
         path.unlink(missing_ok=True)
-    for folder in (beside.inbox, beside.inbox_removed):
-        shutil.rmtree(folder, ignore_errors=True)
+    for kind in ("inbox", "inbox_removed"):
+        shutil.rmtree(beside.named(kind), ignore_errors=True)
+        shutil.rmtree(beside.legacy(kind), ignore_errors=True)

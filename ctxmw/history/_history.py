@@ -9,7 +9,8 @@ previous call's input once and records the answer:
 - ``previous``: the previous call's ``messages``;
 - ``unchanged``: how many messages at the start equal the previous call's (identity first);
 - ``same``: how many of those are the very same objects;
-- ``revision``: how many calls the History has seen (since it last started afresh).
+- ``revision``: how many calls the History has seen (since it last started afresh);
+- ``held_bytes``: about the bytes of the two inputs it keeps (each new message measured once).
 
 Only the new messages are looked at: the identical head needs no type check or conversion (the
 previous call's conversions of the same objects are reused), and a conversation that told the
@@ -30,7 +31,7 @@ from contextvars import ContextVar
 from typing import Any
 
 from ctxmw.history._compare import compare_prefix, identical_prefix
-from ctxmw.messages.form import message_dict
+from ctxmw.messages.form import held_bytes, message_dict
 from ctxmw.types import Messages
 
 __all__ = ["MAX_MEMO_MESSAGES", "History", "answer", "as_dicts", "history_of"]
@@ -48,6 +49,8 @@ class History:
         "_given",
         "_grown",
         "_raw",
+        "_sizes",
+        "held_bytes",
         "messages",
         "previous",
         "revision",
@@ -69,6 +72,8 @@ class History:
         self._raw: list[Any] = []  # the caller's objects of the last input
         self._given: object = None  # the very list object the last call was handed
         self._grown: object = None
+        self._sizes: list[int] = []  # held_bytes of each of ``messages``
+        self.held_bytes = 0
 
     def grows(self, messages: Sequence[Any]) -> None:
         """Say that ``messages``, handed to the next :meth:`update`, only grew (append, extend)
@@ -115,6 +120,10 @@ class History:
         if self.revision and same < min(len(self.messages), len(inputs)):
             equal += compare_prefix(self.messages[same:], inputs[same:])
         self.previous, self.messages = self.messages, inputs
+        old, self._sizes = self._sizes, self._sizes[:same]
+        self._sizes += map(held_bytes, inputs[same:])
+        # The previous input's messages from the first new object on are held by it alone.
+        self.held_bytes = sum(self._sizes) + sum(old) - sum(old[:same]) + 16 * len(inputs)
         self.unchanged, self.same = (equal, same) if self.revision else (0, 0)
         self._raw = inputs if current is raw else raw
         self._given = given

@@ -4,9 +4,8 @@ Operators and other processes talk to a running agent by dropping files in its i
 next model call the ``inbox`` strategy delivers each file once, as a user message, and moves it
 to the removed folder. A file named exactly ``abort`` stops the agent instead (``Aborted``).
 
-Paths: the inbox of ``dir/agent.jsonl`` is ``dir/agent.inbox/`` and delivered files move to
-``dir/agent.inbox_removed/``; only the last extension of the file name is replaced
-(``a.b.jsonl`` -> ``a.b.inbox``, ``agent`` -> ``agent.inbox``).
+Paths: the inbox of ``dir/agent.jsonl`` is ``dir/agent.jsonl.inbox/`` and delivered files move
+to ``dir/agent.jsonl.inbox_removed/``: the whole file name, then the suffix.
 
 File names written by :func:`deliver`: ``<ns>_<pid>_<seq>[_<name>]``, where ``ns`` is the time
 in nanoseconds, zero-padded to 20 digits and strictly increasing within a process (a clock step
@@ -47,12 +46,12 @@ _seq = itertools.count(1)
 
 
 def inbox_dir(save_file: str | os.PathLike[str]) -> Path:
-    """The inbox folder of ``save_file``: ``dir/agent.jsonl`` -> ``dir/agent.inbox``."""
+    """The inbox folder of ``save_file``: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.inbox``."""
     return Beside.of(save_file).inbox
 
 
 def inbox_removed_dir(save_file: str | os.PathLike[str]) -> Path:
-    """Where delivered files go: ``dir/agent.jsonl`` -> ``dir/agent.inbox_removed``."""
+    """Where delivered files go: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.inbox_removed``."""
     return Beside.of(save_file).inbox_removed
 
 

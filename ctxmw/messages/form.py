@@ -8,6 +8,7 @@ missing, never as a crash.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -18,6 +19,7 @@ __all__ = [
     "call_arguments",
     "call_name",
     "call_names",
+    "held_bytes",
     "layer_of",
     "message_dict",
     "message_dicts",
@@ -140,3 +142,18 @@ def response_message(response: Any) -> Message:
     message = dict(message_dict(choices[0].message))
     message.setdefault("role", "assistant")
     return message
+
+
+def held_bytes(value: object) -> int:
+    """About how many bytes ``value`` (a message, or any JSON-like value) keeps alive: the size
+    of every object in it, dicts, lists and tuples walked (iteratively: no recursion to
+    exhaust). Objects it shares with others count in each (an over-estimate, never under)."""
+    total, stack, getsizeof = 0, [value], sys.getsizeof
+    while stack:
+        item = stack.pop()
+        total += getsizeof(item)
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return total

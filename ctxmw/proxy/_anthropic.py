@@ -14,6 +14,11 @@ rebuilt from the block it came from: a shortened result keeps its ``tool_use_id`
 they are still a JSON object (else the block keeps its own); thinking blocks are always sent
 as the provider made them (Anthropic checks their signatures). Messages the strategies added
 (an inbox note) are plain user messages: the API joins consecutive turns of one role.
+
+The answer is read for telemetry in Anthropic's format, except a whole answer LiteLLM made from
+another API's (a deployment without the Messages API): LiteLLM keeps the chat response it
+translated on the request's logging object (``bridged_model_response``), whose usage is the
+provider's own; the Anthropic shape leaves out cache reads of 0.
 """
 
 from __future__ import annotations
@@ -45,8 +50,10 @@ class _Origin:
 class AnthropicTranslation(Translation):
     """See the module docstring."""
 
-    def __init__(self, system: Any, messages: Sequence[Mapping[str, Any]]) -> None:
-        self._system, self._messages = system, messages
+    def __init__(
+        self, system: Any, messages: Sequence[Mapping[str, Any]], request: object = None
+    ) -> None:
+        self._system, self._messages, self._request = system, messages, request
         super().__init__()
         if system:
             self._add({"role": "system", "content": system})
@@ -72,7 +79,10 @@ class AnthropicTranslation(Translation):
         """A Messages response (or its stream's server-sent events) as a chat response."""
         if isinstance(response, list | tuple):
             return _reply(_streamed_message(response))
-        return _reply(response) if isinstance(response, Mapping) else response
+        if not isinstance(response, Mapping):
+            return response
+        bridged = getattr(self._request, "bridged_model_response", None)
+        return bridged if bridged is not None else _reply(response)
 
     def _back(self, prompt: Messages) -> tuple[Any, list[Any]]:
         systems = [m for m in prompt if m.get("role") == "system"]
@@ -149,7 +159,7 @@ def anthropic_translation(data: Mapping[str, Any]) -> AnthropicTranslation | Non
                 f"messages[{index}].content holds a block that is not an object; send content "
                 'blocks as objects such as {"type": "text", "text": "..."}.'
             )
-    return AnthropicTranslation(data.get("system"), messages)
+    return AnthropicTranslation(data.get("system"), messages, data.get("litellm_logging_obj"))
 
 
 def _origin_of(message: Message, count: int) -> _Origin | None:

@@ -75,7 +75,7 @@ class ResponsesTranslation(Translation):
     def telemetry(self, response: object) -> object:
         """A Responses response (or its stream's events) as a chat response."""
         if isinstance(response, list | tuple):
-            ends = [_get(e, "response") for e in response if str(_get(e, "type")) in _ENDS]
+            ends = [_get(e, "response") for e in response if _event_type(e) in _ENDS]
             response = next((r for r in reversed(ends) if r is not None), None)
             if response is None:
                 return None
@@ -249,6 +249,12 @@ def _text(content: Any) -> str:
     if isinstance(content, list):
         return "".join(str(_get(p, "text") or "") for p in content)
     return str(content or "")
+
+
+def _event_type(event: Any) -> str:
+    """A stream event's type: litellm's events carry an enum, whose value is the type."""
+    kind = _get(event, "type")
+    return str(getattr(kind, "value", kind))
 
 
 def _get(obj: Any, key: str) -> Any:

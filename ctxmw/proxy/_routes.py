@@ -14,6 +14,14 @@ with the request as the client sent it (``messages`` and ``system``; ``input`` a
 returned kwargs are sent, and the post-call hooks with the route's own response (a dict in
 Anthropic's format; a ``ResponsesAPIResponse``) or stream (Anthropic's server-sent events as
 bytes; Responses event objects).
+
+When the deployment does not speak the route's API, LiteLLM translates the request and calls
+the deployment hook a second time, for its own call in the other format, with the same
+logging object and call id: ``/v1/responses`` in front of ``anthropic/`` (or any chat-only
+deployment) makes an ``acompletion`` call; ``/v1/messages`` in front of ``openai/`` makes an
+``aresponses`` call (or an ``acompletion`` with ``use_chat_completions_url_for_anthropic_messages``,
+and in front of any other chat-only deployment). That second call already carries what the
+first one returned, translated: :func:`route_of` tells the two apart.
 """
 
 from __future__ import annotations
@@ -27,11 +35,16 @@ from ctxmw.proxy._request import checked_messages
 from ctxmw.proxy._responses import responses_translation
 from ctxmw.types import Messages
 
-__all__ = ["ChatTranslation", "Translation", "translation_of"]
+__all__ = ["ChatTranslation", "Translation", "route_of", "translation_of"]
 
-_CHAT_CALLS = frozenset({"completion", "acompletion"})
-_ANTHROPIC_CALLS = frozenset({"anthropic_messages", "aanthropic_messages"})
-_RESPONSES_CALLS = frozenset({"responses", "aresponses"})
+_ROUTES = {
+    "completion": "chat",
+    "acompletion": "chat",
+    "anthropic_messages": "anthropic",
+    "aanthropic_messages": "anthropic",
+    "responses": "responses",
+    "aresponses": "responses",
+}
 
 
 class Translation(Protocol):
@@ -71,6 +84,11 @@ class ChatTranslation:
         return response
 
 
+def route_of(call_type: str) -> str | None:
+    """The route a call type belongs to (``chat``, ``anthropic``, ``responses``), or None."""
+    return _ROUTES.get(call_type)
+
+
 def translation_of(data: Mapping[str, Any], call_type: str) -> Translation | None:
     """The request's translation, or None when ctxmw leaves the request alone (another
     call type, no conversation, or a Responses request continuing a ``previous_response_id``
@@ -79,11 +97,12 @@ def translation_of(data: Mapping[str, Any], call_type: str) -> Translation | Non
     Raises:
         UsageError: the conversation is malformed (the proxy answers HTTP 400).
     """
-    if call_type in _CHAT_CALLS:
+    route = route_of(call_type)
+    if route == "chat":
         messages = data.get("messages")
         return ChatTranslation(checked_messages(messages)) if isinstance(messages, list) else None
-    if call_type in _ANTHROPIC_CALLS:
+    if route == "anthropic":
         return anthropic_translation(data)
-    if call_type in _RESPONSES_CALLS:
+    if route == "responses":
         return responses_translation(data)
     return None

@@ -8,7 +8,8 @@ A request's path through the hooks (all in the process that accepted it):
    in the strategy list, its inbox notes, claimed atomically in the shared state. An ``abort``
    note answers the request with HTTP 400; a shared state that does not answer in time, HTTP
    503 or the caller's messages unchanged (:mod:`ctxmw.proxy._guard`). ctxmw's options are
-   removed from the request wherever they came (``metadata``, ``extra_body.metadata``, ...).
+   removed from every request wherever they came (``metadata``, ``extra_body.metadata``, ...).
+   The plan is kept, before any await, under the request's own objects (:mod:`._pending`).
 2. ``async_pre_call_deployment_hook`` (the deployment is chosen; what it returns is sent): the
    strategies run on the caller's messages, ``inbox`` appending the claimed notes, with the
    conversation's memo as this replica last left it (:mod:`ctxmw.runtime.conversations`, as the
@@ -17,7 +18,8 @@ A request's path through the hooks (all in the process that accepted it):
    in the proxy: no ``now``), so a replica that did not serve the previous request computes the
    same prompt from the history; ``summarize``'s last fold is the one exception (another
    replica summarises anew). A strategy's own call (a summary) goes to this deployment with
-   the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`).
+   the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`). LiteLLM's second
+   call for a request it translates goes as LiteLLM made it (:mod:`ctxmw.proxy._routes`).
 3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
@@ -38,11 +40,13 @@ from typing import Any
 
 from litellm.integrations.custom_logger import CustomLogger
 
-from ctxmw.errors import CtxmwError, UsageError
-from ctxmw.proxy._guard import StateUnavailable, after_answer, before_upstream, failed
+from ctxmw.errors import UsageError
+from ctxmw.messages.form import held_bytes
+from ctxmw.proxy import _inbox as inbox
+from ctxmw.proxy._guard import StateBudget, after_answer, failed, http_error
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy._request import nested_too_deep
-from ctxmw.proxy._routes import ChatTranslation, Translation, translation_of
+from ctxmw.proxy._routes import ChatTranslation, Translation, route_of, translation_of
 from ctxmw.proxy._side_call import DeploymentCall
 from ctxmw.proxy.config import ProxyConfig, load_config
 from ctxmw.proxy.ledger import FileLedger, LedgerSink, RedisLedger
@@ -52,9 +56,9 @@ from ctxmw.proxy.tenancy import scoped_identity, tenant_overrides
 from ctxmw.runtime.conversations import Conversations
 from ctxmw.runtime.options import pop_ctxmw_entries
 from ctxmw.settings import Settings
-from ctxmw.state import Note, State, open_state
-from ctxmw.strategies._chain import NamedStrategy, apply_strategies, resolve_strategies
-from ctxmw.telemetry.record import CallRecord
+from ctxmw.state import State, open_state
+from ctxmw.strategies._chain import apply_strategies, resolve_strategies
+from ctxmw.telemetry.record import CallRecord, printable
 from ctxmw.types import Messages, StrategyContext
 
 __all__ = ["CtxmwProxyHook"]
@@ -80,11 +84,8 @@ class CtxmwProxyHook(CustomLogger):
         self._recorders: FleetRecorders | None = None
         self._ledger: LedgerSink | None = None
         self._settings: dict[str, Settings] = {}
-        self._pending = PendingRequests()
         self._metrics = Metrics()
-        # Per conversation, this replica's strategy memo (caches, a summary's last fold), as a
-        # stateless ctxmw.acompletion keeps it: bounded, the least recently used forgotten.
-        self._memos = Conversations()
+        self._held: tuple[PendingRequests, Conversations] | None = None
 
     @property
     def config(self) -> ProxyConfig:
@@ -97,40 +98,66 @@ class CtxmwProxyHook(CustomLogger):
     def state(self) -> State:
         """The shared state."""
         if self._state is None:
-            self._state = open_state(self.config.state)
+            self._state = open_state(
+                self.config.state, memory_bytes=self.config.limits.memory_state_bytes
+            )
         return self._state
+
+    @property
+    def _pending(self) -> PendingRequests:
+        return self._kept()[0]
+
+    @property
+    def _memos(self) -> Conversations:
+        # Per conversation, this replica's strategy memo (caches, a summary's last fold), as a
+        # stateless ctxmw.acompletion keeps it: bounded, the least recently used forgotten.
+        return self._kept()[1]
+
+    def _kept(self) -> tuple[PendingRequests, Conversations]:
+        """What this replica keeps of requests in flight and between them, bounded in bytes
+        by the config's limits (built on first use: the config may be read then)."""
+        if self._held is None:
+            limits = self.config.limits
+            self._held = (
+                PendingRequests(max_bytes=limits.pending_bytes),
+                Conversations(max_bytes=limits.memo_bytes),
+            )
+        return self._held
 
     async def async_pre_call_hook(
         self, user_api_key_dict: Any, cache: Any, data: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
         """Identify the conversation, resolve its settings, claim its notes (see module doc)."""
+        name = _call_name(call_type)
+        tenant = pop_ctxmw_entries(data)  # from every request, whether ctxmw serves it or not
+        request = data.get("litellm_logging_obj")  # this request's own object (see _pending)
         try:
-            translation = translation_of(data, _call_name(call_type))
-            if translation is None:  # not a conversation ctxmw shortens (see _routes)
+            translation = translation_of(data, name)
+            if translation is None or request is None:  # nothing to shorten, or to keep it by
                 return None
-            pending = self._plan(data, user_api_key_dict, translation.messages)
+            pending = self._plan(data, user_api_key_dict, translation.messages, tenant)
         except UsageError as exc:
-            raise _http_error(400, str(exc)) from exc
+            raise http_error(400, str(exc)) from exc
         except RecursionError as exc:
-            raise _http_error(400, nested_too_deep(_conversation_of(data))) from exc
-        pending.translation = translation
-        call_id = str(data.get("litellm_call_id") or "")
-        if any(name == "inbox" for name, _ in pending.strategies):
-            await self._claim_or_policy(pending, call_id)
-        self._pending.put(call_id, pending)
+            raise http_error(400, nested_too_deep(_conversation_of(data))) from exc
+        pending.translation, pending.route = translation, route_of(name) or "chat"
+        self._pending.put(pending, request, data, data.get("proxy_server_request"))
+        if any(strategy == "inbox" for strategy, _ in pending.strategies):
+            await inbox.claim(self.state, pending, self.config.on_state_error, self._metrics)
         return None
 
     async def async_pre_call_deployment_hook(
         self, kwargs: dict[str, Any], call_type: Any
     ) -> dict[str, Any] | None:
-        """Run the strategies on the caller's messages; the returned kwargs are sent."""
-        pending = self._pending.get(kwargs.get("litellm_call_id"))
-        if pending is None or pending.passthrough:
+        """Run the strategies on the caller's messages; the returned kwargs are sent. A call
+        of another route is LiteLLM's translation of what this returned (see ``_routes``)."""
+        pending = self._pending.get(kwargs.get("litellm_logging_obj"))
+        if pending is None or not pending.serves(route_of(_call_name(call_type))):
             return None
         try:
             prompt = await self._prompt(pending, kwargs)
         except RecursionError as exc:
-            raise _http_error(400, nested_too_deep(pending.transcript)) from exc
+            raise http_error(400, nested_too_deep(pending.transcript)) from exc
         sent = _translation(pending).request(kwargs, prompt)
         pending.wire = _wire({**kwargs, "messages": prompt})
         pending.started = time.perf_counter()
@@ -148,7 +175,8 @@ class CtxmwProxyHook(CustomLogger):
             cache_control_injection_points=kwargs.get("cache_control_injection_points") or (),
         )
         chain = [
-            _fleet_inbox(pending.notes) if n == "inbox" else (n, s) for n, s in pending.strategies
+            inbox.fleet_inbox(pending.notes) if n == "inbox" else (n, s)
+            for n, s in pending.strategies
         ]
         pending.trace, pending.stats = [], ctx.stats
         try:
@@ -160,23 +188,27 @@ class CtxmwProxyHook(CustomLogger):
         self, data: dict[str, Any], user_api_key_dict: Any, response: Any
     ) -> Any:
         """Record the call and commit its state before the client gets the answer."""
-        pending = self._pending.pop(data.get("litellm_call_id"))
+        pending = self._pending.pop(data.get("litellm_logging_obj"))
         if pending is not None and pending.wire:
-            await self._commit(pending, data, response, str(data.get("litellm_call_id")))
+            await self._commit(pending, data, response)
         return None
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the stream through; once read to its end, commit like a whole answer."""
-        call_id = request_data.get("litellm_call_id")
-        chunks = []
-        async for chunk in response:
-            chunks.append(chunk)
-            yield chunk
-        pending = self._pending.pop(call_id)
-        if pending is not None and pending.wire:
-            await self._commit(pending, request_data, chunks, str(call_id))
+        chunks, complete = [], False
+        try:
+            async for chunk in response:
+                chunks.append(chunk)
+                yield chunk
+            complete = True
+        finally:
+            # A stream the client left (the proxy closes this generator) is forgotten now: its
+            # notes stay claimed, and the conversation's next request takes them over.
+            pending = self._pending.pop(request_data.get("litellm_logging_obj"))
+        if complete and pending is not None and pending.wire:
+            await self._commit(pending, request_data, chunks)
 
     async def async_post_call_failure_hook(
         self,
@@ -186,18 +218,15 @@ class CtxmwProxyHook(CustomLogger):
         traceback_str: str | None = None,
     ) -> Any:
         """The request failed: its claimed notes go back to the conversation's inbox."""
-        call_id = request_data.get("litellm_call_id")
-        pending = self._pending.pop(call_id)
+        # No logging object here: the pre-call hook's data, or (/v1/responses) a shallow copy.
+        pending = self._pending.pop(request_data, request_data.get("proxy_server_request"))
         if pending is not None and pending.notes:
-            conversation = pending.identity.conversation
-
-            async def give_back() -> None:
-                await self.state.settle(conversation, str(call_id), pending.notes)
-
-            await after_answer("inbox give-back", give_back, self._timeout, self._metrics)
+            await inbox.give_back(self.state, pending, self._metrics)
         return None
 
-    def _plan(self, data: dict[str, Any], key: Any, messages: Messages) -> Pending:
+    def _plan(
+        self, data: dict[str, Any], key: Any, messages: Messages, entries: list[object]
+    ) -> Pending:
         model_group = str(data.get("model") or "")
         alias = getattr(key, "key_alias", None)
         operator = self.config.options(model_group, alias)
@@ -206,7 +235,7 @@ class CtxmwProxyHook(CustomLogger):
         tenant = tenant_overrides(
             self.config.request_options,
             [("the key's metadata.ctxmw", _ctxmw_of(getattr(key, "metadata", None)))]
-            + [("the request's metadata.ctxmw", entry) for entry in pop_ctxmw_entries(data)],
+            + [("the request's metadata.ctxmw", entry) for entry in entries],
             [name for name, _ in chain],
         )
         settings = self._settings_for({**operator, **tenant}) if tenant else base
@@ -216,6 +245,8 @@ class CtxmwProxyHook(CustomLogger):
             strategies=resolve_strategies(None, settings) if tenant else chain,
             transcript=list(messages),
             key_label=str(alias or (getattr(key, "token", None) or "")[:12]),
+            size=held_bytes(messages),
+            budget=StateBudget(self.config.state_timeout),
         )
 
     def _settings_for(self, options: dict[str, Any]) -> Settings:
@@ -232,71 +263,23 @@ class CtxmwProxyHook(CustomLogger):
             self._settings[cache_key] = settings
         return settings
 
-    @property
-    def _timeout(self) -> float:
-        return self.config.state_timeout
-
-    async def _claim_or_policy(self, pending: Pending, call_id: str) -> None:
-        """Claim the notes (an ``abort`` answers 400); a shared state that cannot answer in
-        time follows the configured policy."""
-        conversation = pending.identity.conversation
-        try:
-            notes = await before_upstream(
-                lambda: self.state.claim_notes(conversation, call_id), self._timeout
-            )
-            stop = next((n for n in notes if n.kind == "abort"), None)
-            if stop is not None:
-                kept = [n for n in notes if n is not stop]
-                await before_upstream(
-                    lambda: self.state.settle(conversation, call_id, kept), self._timeout
-                )
-        except StateUnavailable as exc:
-            self._state_unavailable(pending, exc)
-            return
-        if stop is not None:
-            reason = stop.text.strip() or "no reason was given"
-            raise _http_error(
-                400,
-                f"ctxmw: conversation {conversation!r} was aborted through its inbox: {reason}. "
-                "Stop the agent, or start a new conversation (a new session id).",
-            )
-        pending.notes = notes
-
-    def _state_unavailable(self, pending: Pending, exc: StateUnavailable) -> None:
-        if self.config.on_state_error == "open":
-            failed("inbox claim (sent unchanged)", exc, self._metrics)
-            pending.passthrough = True
-            return
-        failed("inbox claim", exc, self._metrics)
-        # Not chained: the cause is named, and its text (a Redis error) stays out of the logs.
-        raise _http_error(
-            503,
-            f"ctxmw: the proxy's shared state (Redis) did not answer in time ({exc}), so this "
-            "conversation's inbox and abort switch cannot be read; retry shortly.",
-        ) from None
-
-    async def _commit(
-        self, pending: Pending, data: dict[str, Any], response: object, call_id: str
-    ) -> None:
+    async def _commit(self, pending: Pending, data: dict[str, Any], response: object) -> None:
         """Everything after the answer; no stage may raise (see :mod:`ctxmw.proxy._guard`)."""
-        conversation, record = pending.identity.conversation, None
+        record = None
 
         async def measure() -> None:
             nonlocal record
             shaped = _translation(pending).telemetry(response)  # a chat response's shape
             try:
-                record = await self._telemetry().record(pending, shaped, self._timeout)
+                record = await self._telemetry().record(pending, shaped)
             except Unsaved as exc:
                 record = exc.record  # published all the same; the failure is still counted
                 raise
 
-        async def settle() -> None:
-            await self.state.settle(conversation, call_id)
-
-        # The state's reads and writes are bounded inside; the measuring is local work.
+        # The state's reads and writes spend the request's budget; the measuring is local work.
         await after_answer("telemetry", measure, None, self._metrics)
         if pending.notes:
-            await after_answer("inbox settle", settle, self._timeout, self._metrics)
+            await inbox.settle(self.state, pending, self._metrics)
         if record is not None:
             await self._publish(pending, data, record)
 
@@ -316,19 +299,20 @@ class CtxmwProxyHook(CustomLogger):
             failed("metrics", exc, self._metrics)
         logger.info(
             "ctxmw proxy conversation=%s round=%d replica=%s cache_read=%s expected=%d",
-            pending.identity.conversation,
+            printable(pending.identity.conversation),
             record.round,
             self.config.replica,
             record.cache_read_tokens,
             record.expected_cached_tokens,
         )
         sink = self._sink()
-        if sink is not None:
-            await after_answer("ledger", lambda: sink.write(entry), self._timeout, self._metrics)
+        if sink is not None:  # Redis spends the request's budget; a file waits its own time
+            wait = pending.budget if isinstance(sink, RedisLedger) else self.config.state_timeout
+            await after_answer("ledger", lambda: sink.write(entry), wait, self._metrics)
 
     def _telemetry(self) -> FleetRecorders:
         if self._recorders is None:
-            self._recorders = FleetRecorders(self.state)
+            self._recorders = FleetRecorders(self.state, self.config.limits.telemetry_bytes)
         return self._recorders
 
     def _sink(self) -> LedgerSink | None:
@@ -354,19 +338,6 @@ def _ctxmw_of(metadata: object) -> object:
     return metadata.get("ctxmw") if isinstance(metadata, Mapping) else None
 
 
-def _fleet_inbox(notes: list[Note]) -> NamedStrategy:
-    """``inbox`` in the proxy: the notes claimed from the shared state, as user messages."""
-    shown: Messages = [{"role": "user", "content": n.text} for n in notes if n.text.strip()]
-
-    def inbox(messages: Messages, ctx: StrategyContext) -> Messages:
-        if not shown:
-            return messages
-        ctx.stats["inbox"] = {"delivered": list(shown), "files": []}
-        return [*messages, *shown]
-
-    return "inbox", inbox
-
-
 _WIRE_KEYS = ("model", "messages", "tools", "api_base", "custom_llm_provider")
 
 
@@ -385,11 +356,3 @@ def _proxy_config_path() -> str | None:
     server = sys.modules.get("litellm.proxy.proxy_server")
     path = getattr(server, "user_config_file_path", None) if server is not None else None
     return path or os.environ.get("CONFIG_FILE_PATH")
-
-
-def _http_error(status: int, message: str) -> Exception:
-    try:
-        from fastapi import HTTPException
-    except ImportError:  # pragma: no cover - outside the proxy
-        return CtxmwError(message)
-    return HTTPException(status_code=status, detail={"error": message})

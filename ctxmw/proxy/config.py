@@ -14,7 +14,8 @@
         ci-bot: {prompt_strategies: none}
       request_options: [epoch_size]   # what a tenant may set (default: nothing)
       on_state_error: closed  # Redis down or slow before the upstream call: 503 (or "open")
-      state_timeout: 2        # seconds a request waits for the shared state
+      state_timeout: 2        # seconds a request waits for the shared state, in all
+      limits: {conversation_notes: 100}   # the bounds (ctxmw.proxy._limits)
 
 Values may be ``os.environ/NAME`` like the rest of the proxy's file. What a tenant sends
 (``metadata.ctxmw`` in a request, or in its key's own metadata) is honoured only for the
@@ -32,6 +33,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.errors import SettingsError
+from ctxmw.proxy._limits import ProxyLimits, limits_from
 from ctxmw.settings import Settings, resolve_settings
 from ctxmw.strategies._chain import resolve_strategies
 
@@ -40,6 +42,7 @@ __all__ = ["NEVER_FROM_TENANTS", "ProxyConfig", "load_config", "proxy_redis_url"
 _SECTION_KEYS = {
     "keys",
     "ledger",
+    "limits",
     "models",
     "on_state_error",
     "replica",
@@ -72,7 +75,9 @@ class ProxyConfig:
             of its key); empty: none.
         on_state_error: ``closed`` (a request the shared state cannot serve in time is answered
             with HTTP 503) or ``open`` (it goes upstream with the caller's messages unchanged).
-        state_timeout: seconds a request waits for the shared state before that policy applies.
+        state_timeout: seconds a request waits for the shared state in all (its waits before
+            the upstream call and after the answer share them) before that policy applies.
+        limits: the bounds on notes and on what a replica keeps (:mod:`ctxmw.proxy._limits`).
     """
 
     state: str = "memory"
@@ -84,6 +89,7 @@ class ProxyConfig:
     request_options: tuple[str, ...] = ()
     on_state_error: str = "closed"
     state_timeout: float = 2.0
+    limits: ProxyLimits = field(default_factory=ProxyLimits)
 
     def options(self, model_group: str | None, key_alias: str | None = None) -> dict[str, Any]:
         """The operator's setting overrides of one request, lowest precedence first."""
@@ -138,6 +144,7 @@ def config_from_mapping(raw: Mapping[str, Any], source: str = "config") -> Proxy
         request_options=_allowed(section.get("request_options")),
         on_state_error=_choice(section.get("on_state_error", "closed")),
         state_timeout=_seconds(section.get("state_timeout", 2.0)),
+        limits=limits_from(section.get("limits") or {}),
         **({"replica": str(section["replica"])} if section.get("replica") else {}),
     )
     _check(config)

@@ -15,21 +15,26 @@ sends (``litellm_session_id``); the proxy admin (the master key, or a key with t
 conversation's own id is, and the answer names the conversation the note went to. A 200 means
 the note is stored in the shared state (the acknowledgement); an id that can never be
 delivered to is answered 400 with the reason.
+
+Notes are bounded (the config's ``limits``, :mod:`ctxmw.proxy._limits`): a note longer than
+``note_bytes`` or an abort reason longer than ``abort_reason_bytes`` is answered 413; a note that
+would take the conversation past ``conversation_notes`` or ``conversation_note_bytes`` waiting,
+or its scope (the team, user or key) past ``scope_note_bytes``, 429. Each answer names the
+limit; nothing is stored.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from ctxmw.errors import UsageError
+from ctxmw.errors import NotesFull, UsageError
 from ctxmw.proxy.tenancy import inbox_target
+from ctxmw.state import Note, NoteBounds
 
 if TYPE_CHECKING:
     from ctxmw.proxy.callback import CtxmwProxyHook
 
 __all__ = ["install_routes"]
-
-_MAX_TEXT = 1_048_576
 
 
 def install_routes(app: Any, hook: CtxmwProxyHook) -> None:
@@ -46,7 +51,8 @@ def install_routes(app: Any, hook: CtxmwProxyHook) -> None:
         auth: Any = Depends(user_api_key_auth),  # noqa: B008
     ) -> dict[str, Any]:
         target = _target(conversation, auth)
-        note = await hook.state.push_note(target, "note", _text(body, "text"))
+        text = _text(body, "text", hook.config.limits.note_bytes, "note_bytes")
+        note = await _push(hook, target, "note", text)
         return {"conversation": target, "seq": note.seq, "kind": note.kind}
 
     @router.post("/ctxmw/abort/{conversation:path}")
@@ -56,8 +62,9 @@ def install_routes(app: Any, hook: CtxmwProxyHook) -> None:
         auth: Any = Depends(user_api_key_auth),  # noqa: B008
     ) -> dict[str, Any]:
         target = _target(conversation, auth)
-        reason = body.get("reason", "") if isinstance(body, dict) else ""
-        note = await hook.state.push_note(target, "abort", str(reason))
+        limit = hook.config.limits.abort_reason_bytes
+        reason = _text(body, "reason", limit, "abort_reason_bytes", blank=True)
+        note = await _push(hook, target, "abort", reason)
         return {"conversation": target, "seq": note.seq, "kind": note.kind}
 
     @router.get("/ctxmw/inbox/{conversation:path}")
@@ -88,16 +95,50 @@ def _target(conversation: str, auth: Any) -> str:
         raise HTTPException(400, {"error": str(exc)}) from exc
 
 
-def _text(body: Any, field: str) -> str:
+async def _push(hook: CtxmwProxyHook, target: str, kind: str, text: str) -> Note:
     from fastapi import HTTPException
 
-    value = body.get(field) if isinstance(body, dict) else None
-    if not isinstance(value, str) or not value.strip() or len(value.encode()) > _MAX_TEXT:
+    limits = hook.config.limits
+    bounds = NoteBounds(
+        limits.conversation_notes,
+        limits.conversation_note_bytes,
+        target.partition("/")[0],  # the scope: team:<id>, user:<id>, key:<digest>, open:
+        limits.scope_note_bytes,
+    )
+    try:
+        return await hook.state.push_note(target, kind, text, bounds)
+    except NotesFull as exc:
+        raise HTTPException(429, {"error": str(exc), "limit": exc.limit}) from exc
+
+
+def _text(body: Any, field: str, limit: int, name: str, *, blank: bool = False) -> str:
+    from fastapi import HTTPException
+
+    value = body.get(field, "" if blank else None) if isinstance(body, dict) else None
+    if not isinstance(value, str) or not (blank or value.strip()) or not _encodes(value):
         raise HTTPException(
             400,
             {
-                "error": f"{field!r} must be a non-empty string of at most {_MAX_TEXT} bytes, "
-                f"got {value!r:.80}; send {{{field!r}: 'your note'}}."
+                "error": f"{field!r} must be a{'' if blank else ' non-empty'} string of text, got "
+                f"{value!r:.80}; send {{{field!r}: 'your text'}}."
+            },
+        )
+    size = len(value.encode())
+    if size > limit:
+        raise HTTPException(
+            413,
+            {
+                "error": f"{field!r} is {size} bytes, over the {name} limit of {limit} bytes; "
+                "send a shorter text (the operator sets ctxmw.limits).",
+                "limit": name,
             },
         )
     return value
+
+
+def _encodes(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:  # a lone surrogate, from a JSON \ud800 escape
+        return False
+    return True

@@ -27,7 +27,6 @@ from urllib.parse import quote
 
 from ctxmw.errors import UsageError
 from ctxmw.runtime.identity import Identity, conversation_identity, normal_id
-from ctxmw.runtime.options import without_ctxmw
 
 __all__ = [
     "SCOPE_KINDS",
@@ -39,6 +38,10 @@ __all__ = [
 ]
 
 SCOPE_KINDS = ("team", "user", "key", "open")
+_SOURCES = {
+    "session_id": "The session id (litellm_session_id, or the x-litellm-session-id header)",
+    "metadata": "The session id in metadata.session_id",
+}
 
 
 def scope_of(key: Any) -> str:
@@ -56,11 +59,26 @@ def scope_of(key: Any) -> str:
 def scoped_identity(data: Mapping[str, Any], key: Any) -> Identity:
     """The conversation of one request, inside its key's scope.
 
-    Only litellm's own ids and the head count here: ctxmw's options (``metadata.ctxmw``) are
-    the operator's to allow, and a ``save_file`` names nothing in a proxy.
+    Only litellm's own ids and the head count here: a ``save_file`` or ``session`` in the
+    request (top-level or in ``metadata.ctxmw``) names nothing in a proxy.
+
+    Raises:
+        UsageError: the id is not Unicode text (a lone surrogate from a ``\\ud800`` escape).
     """
-    identity = conversation_identity(without_ctxmw(data))
+    identity = conversation_identity(data, options=False)
+    _unicode(identity.conversation, _SOURCES.get(identity.source, "The session id"))
     return Identity(f"{scope_of(key)}/{identity.conversation}", identity.source)
+
+
+def _unicode(conversation: str, where: str) -> None:
+    try:
+        conversation.encode()
+    except UnicodeEncodeError:
+        raise UsageError(
+            f"{where} {conversation!r} is not valid Unicode text (it holds a lone surrogate, "
+            "as a JSON escape such as \\ud800 without its pair makes); send the id as plain "
+            "text."
+        ) from None
 
 
 def is_admin(key: Any) -> bool:
@@ -91,6 +109,7 @@ def _is_scoped(path: str) -> bool:
 
 
 def _checked(conversation: str, path: str) -> str:
+    _unicode(conversation, "The conversation id")
     normal = normal_id(conversation)
     if not normal:
         raise UsageError(
@@ -155,6 +174,18 @@ def _narrowed(spec: object, chain: Sequence[str]) -> None:
             f"list of names among {list(chain)!r}."
         )
     names = [name for name in names if name not in ("", "none")]
+    most = len(set(chain))
+    if len(names) > most:
+        raise UsageError(
+            f"prompt_strategies from a tenant lists {len(names)} strategies; it may list at most "
+            f"{most}, the operator's strategies {list(chain)!r}, each once."
+        )
+    repeated = sorted({name for name in names if names.count(name) > 1})
+    if repeated:
+        raise UsageError(
+            f"prompt_strategies={spec!r:.80} from a tenant lists {repeated!r} more than once; "
+            "list each strategy at most once."
+        )
     outside = [name for name in names if name not in chain]
     if outside:
         raise UsageError(

@@ -9,8 +9,9 @@ the same object instead of reading the file again.
 The file I/O of a turn, in worker threads:
 
 * the trip before a turn (:meth:`Record.open`): take the save_file's lock, see whether another
-  writer changed the file, list the inbox for the ``inbox`` strategy; a second trip only to read
-  a changed file. The lock is free between turns, so this trip cannot be skipped.
+  writer changed the file (on a first read, move beside-files from their old names:
+  :mod:`ctxmw.runtime._migrate`), list the inbox for the ``inbox`` strategy; a second trip only
+  to read a changed file. The lock is free between turns, so this trip cannot be skipped.
 * one trip per commit (:meth:`Record.write_out`): every unsaved round in one write and fsync,
   then the telemetry's ledger lines (built on the loop), the delivered inbox files settled, then
   the lock given back by the turn's last commit, or the inbox listed for the next round. The
@@ -34,9 +35,13 @@ from ctxmw.history import common_prefix
 from ctxmw.inbox import inbox_dir
 from ctxmw.inbox._files import FileEntry
 from ctxmw.messages.form import message_dicts
+from ctxmw.runtime._lines import check_head
+from ctxmw.runtime._migrate import migrate_beside
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._paths import check_save_file
+from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
 from ctxmw.runtime.lock import SaveFileLock
-from ctxmw.runtime.revisions import Plan, plan_history
+from ctxmw.runtime.revisions import Edit, Plan, plan_history
 from ctxmw.runtime.transcript import TranscriptFile, encode_lines
 from ctxmw.runtime.turn import Turn
 from ctxmw.strategies.inbox import list_for_delivery
@@ -49,6 +54,9 @@ __all__ = ["Listing", "Record", "flush_ledger"]
 
 Listing = tuple[Path, list[FileEntry]]
 """The inbox folder of a save_file and its entries, for the ``inbox`` strategy."""
+
+_Unsaved = tuple[Messages, Edit | None, list[bool], list[tuple[int, Readbacks]]]
+"""One commit's messages, its edit, their tool-loop marks and its read-back blocks."""
 
 
 class Record:
@@ -65,6 +73,8 @@ class Record:
         loaded: the file has been read.
         unsaved: rounds kept in memory whose write failed, written by the next commit.
         last: the last stateful turn's working list and the ``messages`` it grew beside.
+        splices: the read-backs kept beside the caller's calls of replies in ``messages``, by
+            their call ids (see :mod:`ctxmw.runtime._splices`).
     """
 
     def __init__(self, path: Path | None) -> None:
@@ -75,8 +85,9 @@ class Record:
         self.hint: Sequence[Message] = ()
         self.keys: dict[int, tuple[Any, str]] = {}
         self.loaded = False
-        self.unsaved: Sequence[tuple[Messages, Any, list[bool]]] = ()
+        self.unsaved: Sequence[_Unsaved] = ()
         self.last: tuple[Messages, Messages] | None = None
+        self.splices: dict[Key, Splice] = {}
 
     @property
     def exact(self) -> bool:
@@ -108,6 +119,7 @@ class Record:
             return
         self.messages = await self.file.load()
         self.ours = list(self.file.ours)
+        self.splices = dict(self.file.splices)
         self.hint, self.keys = (), {}
         if self.unsaved:
             logger.warning(
@@ -120,16 +132,20 @@ class Record:
 
     def apply(self, turn: Turn) -> None:
         """Take what the turn added into memory first (kept if the write then fails)."""
-        new, edit = turn.take_unwritten(), turn.take_edit()
+        new, edit, blocks = turn.take_unwritten(), turn.take_edit(), turn.take_blocks()
         ours = turn.ours_flags(new)
         if edit is not None:
             self.messages, self.ours = edit.apply(self.messages, self.ours)
+            self.splices = live_splices(self.splices, self.messages)
         self.messages.extend(new)
         self.ours.extend(ours)
+        for _, block in blocks:
+            if block.splice is not None:
+                self.splices[block.splice.key] = block.splice
         if turn.hint is not None:  # the caller's messages now line up with the record's
             self.hint, turn.hint = turn.hint, None
-        if self.file is not None and (new or edit is not None):
-            self.unsaved = [*self.unsaved, (new, edit, ours)]
+        if self.file is not None and (new or edit is not None or blocks):
+            self.unsaved = [*self.unsaved, (new, edit, ours, blocks)]
 
     async def write_out(
         self,
@@ -144,7 +160,7 @@ class Record:
         the inbox notes settled, then the lock given back (``last``) or the inbox listed for
         the next round (``lists``). No trip when there is nothing to do."""
         file = self.file
-        data = b"".join(encode_lines(m, edit=e, ours=o) for m, e, o in self.unsaved)
+        data = b"".join(encode_lines(m, edit=e, ours=o, blocks=b) for m, e, o, b in self.unsaved)
         lock = turn.lock if last and turn.lock is not None and turn.lock.held else None
         lists = file is not None and lists and not last
         if data or notes.held or lock is not None or lists or ledger is not None:
@@ -229,8 +245,13 @@ def _open_now(
 ) -> tuple[bool, Listing | None]:
     """Worker thread, the trip before a turn: take the lock, whether the file must be read,
     and the inbox listing when ``lists``."""
+    check_save_file(file.path)  # before the lock file or a folder is made beside it
+    if not loaded:
+        check_head(file.path)  # a file that is not a save_file: refused untouched
     if lock is not None:
         lock.acquire_now()
+        if not loaded:
+            migrate_beside(file.path)
     stale = not loaded or file.changed_now()
     return stale, _list_inbox(file.path) if lists else None
 

@@ -7,8 +7,10 @@ strategies produce is never stored.
 
 ctxmw runs a response's tool calls only when the session has Python tools and none of the calls
 names a tool given as a plain dict (a call to an unknown name then gets an error text). Without
-Python tools a turn is exactly one model call. In every other case the response is returned to
-the caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
+Python tools a turn is exactly one round. In every other case the response is returned to the
+caller and the assistant message is saved: answer its calls with ``run([...tool results])``.
+Read-backs (``ctxmw_expand``) are answered inside the round, before any of this
+(:mod:`ctxmw.runtime._readback`): a reply that only reads back costs one more model call.
 
 Every model call, the agent's and a strategy's own (a summary), goes through this module and is
 recorded by the session's :class:`~ctxmw.telemetry.recorder.CallRecorder`.
@@ -24,15 +26,20 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw._litellm import CompletionFn, default_completion
-from ctxmw.errors import MaxRoundsExceeded
+from ctxmw.context.offload import ResultStore
+from ctxmw.context.readback import answer
+from ctxmw.errors import MaxRoundsExceeded, SaveFileWriteError
 from ctxmw.history import history_of
 from ctxmw.messages.form import call_name, response_message, tool_calls_of
 from ctxmw.runtime._notes import HeldNotes
+from ctxmw.runtime._readback import read_back, refusal, tools_to_send
+from ctxmw.runtime._readback_stream import ReadbackStream
+from ctxmw.runtime._splices import Key, Splice, splice_in
 from ctxmw.runtime.tool_runner import run_tool_calls
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.runtime.turn import Turn, delivered_notes
 from ctxmw.settings import Settings
-from ctxmw.strategies._chain import NamedStrategy, apply_strategies
+from ctxmw.strategies._chain import NamedStrategy, apply_strategies, reads_back
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.telemetry.response import provider_of
 from ctxmw.types import Message, Messages, StrategyContext
@@ -54,6 +61,7 @@ class ToolLoop:
     strategies: list[NamedStrategy]
     max_rounds: int
     recorder: CallRecorder
+    offload_store: ResultStore | None
     _completion: CompletionFn | None
     _kwargs: dict[str, Any]
     _notes: HeldNotes
@@ -79,22 +87,34 @@ class ToolLoop:
             turn.add_round([message])
             calls = tool_calls_of(message)
             if not calls or not self._runnable(calls):
-                await self._commit(turn, last=True)
+                await self._saving(turn, response, last=True)
                 return response
             results = await run_tool_calls(calls, self.tools, self.settings.tool_timeout)
             turn.add_round(results)
             turn.mark_ours(message, *results)
-            await self._commit(turn)
+            await self._saving(turn, None)
         save_file = str(self.save_file) if self.save_file is not None else None
         raise MaxRoundsExceeded(self.max_rounds, save_file)
+
+    async def _saving(self, turn: Turn, response: Any, *, last: bool = False) -> None:
+        """Commit a round; a stateless caller's failed write says what is kept (``response``:
+        the answer it paid for, when this is the turn's last round)."""
+        try:
+            await self._commit(turn, last=last)
+        except SaveFileWriteError as exc:
+            if not turn.stateless or exc.what != "save_file":
+                raise
+            raise exc.for_caller(response) from exc.__cause__
 
     async def _send(self, turn: Turn, round_: int, **extra: Any) -> tuple[Any, Messages]:
         """Strategies on the working transcript, then one model call; tracks inbox notes."""
         turn.add_notes(self._take_pending())
         # The strategies' input, for the side calls and the telemetry record: an inbox note
         # they deliver is their output, so a stateless caller's next call, which never carries
-        # it, is a bust of the inbox, not of the transcript.
-        snapshot = list(turn.working)
+        # it, is a bust of the inbox, not of the transcript. Read-backs kept beside the
+        # caller's calls go back where they belong (a new list, when there are any).
+        source = splice_in(turn.working, self._record_splices)
+        snapshot = list(source)
         ctx = StrategyContext(
             self.settings,
             save_file=self.save_file,
@@ -113,7 +133,7 @@ class ToolLoop:
         trace: list[tuple[str, Messages]] = []
         try:
             try:
-                prompt = await apply_strategies(turn.working, self.strategies, ctx, trace=trace)
+                prompt = await apply_strategies(source, self.strategies, ctx, trace=trace)
             finally:
                 self._notes.add(ctx)
             turn.add_notes(delivered_notes(ctx))
@@ -126,20 +146,28 @@ class ToolLoop:
         return response, prompt
 
     async def _call_model(self, prompt: Messages, call: _Call, turn: Turn, **extra: Any) -> Any:
-        """Send one prompt: the single place every model call goes through, and is recorded.
+        """Send one prompt and answer the reply's read-backs (:mod:`ctxmw.runtime._readback`):
+        the single place every agent model call goes through, and is recorded.
 
-        A streamed call is recorded when the stream has been read (see ``Session.stream``).
+        A stream is returned as a :class:`~ctxmw.runtime._readback_stream.ReadbackStream`,
+        which records each provider stream when it ends.
         """
+        response = await self._model_call(prompt, call, **extra)
+        backing = _Backing(self, call, extra)
+        if call.kwargs.get("stream"):
+            return ReadbackStream(response, prompt, turn, backing, intercept=self._reads_back)
+        if not self._reads_back:
+            return response
+        return await read_back(response, prompt, turn, backing)
+
+    async def _model_call(self, prompt: Messages, call: _Call, **extra: Any) -> Any:
+        """One call of the completion function; recorded unless streamed."""
         kwargs = dict(self.recorder.prepare_kwargs({**self.wire_kwargs(prompt), **extra}))
         completion = self._completion or default_completion()
         started = time.perf_counter()
         response = await completion(**kwargs)
         call.kwargs, call.started = kwargs, started
-        if not self.settings.telemetry:
-            return response
-        if kwargs.get("stream"):
-            turn.stream_call = call
-        else:
+        if self.settings.telemetry and not kwargs.get("stream"):
             await self._record_call(call, response, time.perf_counter() - started)
         return response
 
@@ -180,6 +208,7 @@ class ToolLoop:
                 round=call.round,
                 stream=stream,
                 kind=call.kind,
+                readback=call.readback,
                 hold_ledger=True,  # written by the commit's trip (or flush_ledger)
             )
         except Exception:
@@ -190,9 +219,19 @@ class ToolLoop:
     def wire_kwargs(self, prompt: Messages) -> dict[str, Any]:
         """The keyword arguments one model call sends for ``prompt``."""
         kwargs: dict[str, Any] = {**self._kwargs, "model": self.model, "messages": prompt}
-        if self.tools.schemas:
-            kwargs["tools"] = self.tools.schemas
+        tools = tools_to_send(self.tools.schemas, prompt, self._reads_back)
+        if tools:
+            kwargs["tools"] = tools
         return kwargs
+
+    @property
+    def _reads_back(self) -> bool:
+        """Whether the strategies can show read-back handles (ctxmw then answers them)."""
+        return reads_back(self._chain, self.settings)
+
+    @property
+    def _record_splices(self) -> Mapping[Key, Splice]:
+        raise NotImplementedError
 
     def _runnable(self, calls: list[dict[str, Any]]) -> bool:
         # Without Python tools there is no loop: one call, its response returned (the promise).
@@ -249,3 +288,34 @@ class _Call:
     kind: str = "agent"
     kwargs: dict[str, Any] = field(default_factory=dict)
     started: float = 0.0
+    readback: bool = False
+
+    def again(self) -> _Call:
+        """The call made after this one to go on past read-backs (its own record)."""
+        return _Call(self.transcript, self.ctx, self.trace, self.round, self.kind, readback=True)
+
+
+@dataclass(slots=True)
+class _Backing:
+    """What the read-back round of one call asks of the loop (see
+    :class:`~ctxmw.runtime._readback_stream.StreamRounds`)."""
+
+    loop: ToolLoop
+    call: _Call
+    extra: dict[str, Any]
+
+    async def again(self, sent: Messages) -> Any:
+        self.call = self.call.again()
+        return await self.loop._model_call(sent, self.call, **self.extra)
+
+    async def answer(self, calls: Sequence[Mapping[str, Any]], *, refuse: bool) -> Messages:
+        if refuse:
+            return [refusal(c) for c in calls]
+        limit, store = self.loop.settings.readback_max_chars, self.loop.offload_store
+        transcript = self.call.transcript
+        return [await answer(c, transcript, max_chars=limit, store=store) for c in calls]
+
+    async def recorded(self, chunks: list[Any], stream: Any) -> None:
+        if self.loop.settings.telemetry:
+            latency = time.perf_counter() - self.call.started
+            await self.loop._record_call(self.call, chunks, latency, stream)

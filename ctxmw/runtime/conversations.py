@@ -11,9 +11,11 @@ A :class:`~ctxmw.runtime.session.Session` owns one for its life. ``ctxmw.acomple
 registry, keyed by the conversation's identity (the save_file, else the ``session`` id, else
 litellm's ids; :mod:`ctxmw.runtime.identity`): the call works on the registered object itself,
 nothing is copied in or out. What a call may not leave behind it drops when it ends
-(:meth:`Conversation.end`): a record that is not the file exactly (a failed call, a write
-still waiting) is replaced by an unread one, so the next call reads the file again; another
-process may write it in between, which the trip before each turn notices.
+(:meth:`Conversation.end`): a record that is not the file exactly (a failed call) is replaced by
+an unread one, so the next call reads the file again; another process may write it in between,
+which the trip before each turn notices. A record holding rounds whose write failed stays: they
+are what the caller paid for, and the next call writes them (unless another writer changed the
+file meanwhile: the file wins).
 
 A call checks its conversation out and back in. A second call of the same conversation while
 the first still runs (two tasks, no save_file to refuse one of them) gets a fresh, unregistered
@@ -22,7 +24,8 @@ recorder is the one exception, shared as before: it only ever holds the latest p
 
 The registry is bounded: at most :data:`MAX_CONVERSATIONS` conversations and about
 :data:`MAX_HELD_BYTES` held (transcript bytes, the recorder's payload at four bytes a token, the
-memo's bounded caches); the least recently used go first, the current one always stays. A
+memo's bounded caches and the inputs its Histories keep); the least recently used go first,
+the current one always stays. A
 forgotten conversation's next call starts cold (its transcript read again, measured as a first
 call): slower, and the same result except where a strategy kept what the messages do not say
 (``shorten_tools_economic``'s cold call points: the time between calls). Checking out and in
@@ -40,9 +43,12 @@ from pathlib import Path
 from typing import Any
 
 from ctxmw.context.tokens import CHARS_PER_TOKEN
+from ctxmw.history import History
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.runtime._record import Record
+from ctxmw.runtime._splices import live_splices
 from ctxmw.telemetry.recorder import CallRecorder
+from ctxmw.types import Message
 
 __all__ = ["MAX_CONVERSATIONS", "MAX_HELD_BYTES", "Conversation", "Conversations"]
 
@@ -61,6 +67,8 @@ class Conversation:
         in_use: a call has it checked out.
         setup: what the memo was made under (the settings and the strategy names); a call
             under another setup starts a new memo, since the strategies' caches assume theirs.
+        kept: a stateless call's answer whose write failed, and the response it came in (see
+            :mod:`ctxmw.runtime._kept`).
     """
 
     memo: dict[str, Any] = field(default_factory=dict)
@@ -68,6 +76,7 @@ class Conversation:
     record: Record = field(default_factory=lambda: Record(None))
     in_use: bool = False
     setup: Any = None
+    kept: tuple[Message, Any] | None = None
 
     def begin(self, setup: Any, path: Path | None) -> None:
         """A call under ``setup`` on the save_file ``path`` starts: the memo is emptied when
@@ -83,19 +92,31 @@ class Conversation:
         return self.memo
 
     def end(self, *, exact: bool) -> None:
-        """A call ended: its record stays only when ``exact`` (the call succeeded) and the
-        record is the file exactly; otherwise the next call reads the file again."""
+        """A call ended: its record stays when ``exact`` (the call succeeded) and the record is
+        the file exactly, or when a write failed (memory holds the rounds the file lacks, and
+        the next call writes them); otherwise the next call reads the file again. Without a
+        file, the read-backs kept beside the caller's calls stay (they live nowhere else)."""
+        if self.record.unsaved:
+            return
         if not (exact and self.record.exact):
-            self.record = Record(self.record.path)
+            record, self.record = self.record, Record(self.record.path)
+            if record.file is None:  # no file to read them back from: they stay in memory
+                splices = record.splices
+                # A call that succeeded committed the caller's whole history: the others are
+                # of replies it no longer holds.
+                self.record.splices = live_splices(splices, record.messages) if exact else splices
 
     @property
     def held_bytes(self) -> int:
         """About how many bytes this conversation keeps alive."""
         held = sum(c.bytes for c in self.memo.values() if isinstance(c, BoundedCache))
+        held += sum(h.held_bytes for h in self.memo.values() if isinstance(h, History))
         if self.recorder is not None:
             held += self.recorder.held_tokens * CHARS_PER_TOKEN
         if self.record.file is not None:
             held += self.record.file.size
+        else:  # in the file when there is one
+            held += sum(splice.size for splice in self.record.splices.values())
         return held
 
 
@@ -122,6 +143,11 @@ class Conversations:
 
     def __contains__(self, key: Hashable) -> bool:
         return key in self._entries
+
+    @property
+    def held_bytes(self) -> int:
+        """About the bytes the kept conversations held when they were last checked in."""
+        return self._total
 
     def in_use(self, key: Hashable) -> bool:
         """Whether a call still running has the conversation checked out."""

@@ -10,7 +10,9 @@ any, ``head=True`` (the proxy) keys the conversation by a digest of its stable h
 (or developer) messages before the first user message, and that first user message. A head
 digest is named as such in the ledger (``identity: "head"``): two conversations that open with
 the same words share it, so clients that can send a session id should. The stateless wrapper
-passes ``head=False``: a call that names no conversation is a conversation of its own.
+passes ``head=False``: a call that names no conversation is a conversation of its own. The
+proxy passes ``options=False``: only litellm's own ids count there (a ``save_file`` or
+``session`` a client puts in its request body names nothing).
 """
 
 from __future__ import annotations
@@ -46,21 +48,28 @@ class Identity:
 
 
 @overload
-def conversation_identity(call: Mapping[str, Any], *, head: Literal[True] = ...) -> Identity: ...
+def conversation_identity(
+    call: Mapping[str, Any], *, head: Literal[True] = ..., options: bool = ...
+) -> Identity: ...
 
 
 @overload
-def conversation_identity(call: Mapping[str, Any], *, head: bool) -> Identity | None: ...
+def conversation_identity(
+    call: Mapping[str, Any], *, head: bool, options: bool = ...
+) -> Identity | None: ...
 
 
-def conversation_identity(call: Mapping[str, Any], *, head: bool = True) -> Identity | None:
+def conversation_identity(
+    call: Mapping[str, Any], *, head: bool = True, options: bool = True
+) -> Identity | None:
     """The conversation of a call (``acompletion``'s keyword arguments, or a proxy request's data).
 
     Args:
         call: the keyword arguments as the caller gave them (``messages`` for the head).
         head: without an id, key by the head digest (else return None).
+        options: ctxmw's own ``save_file`` and ``session`` count (else litellm's ids only).
     """
-    for source, value in _candidates(call):
+    for source, value in _candidates(call, options):
         text = _path(value) if source == "save_file" else _text(value)
         if text:
             return Identity(text, source)
@@ -69,15 +78,16 @@ def conversation_identity(call: Mapping[str, Any], *, head: bool = True) -> Iden
     return Identity("head-" + head_digest(call.get("messages") or []), "head")
 
 
-def _candidates(call: Mapping[str, Any]) -> Iterator[tuple[str, Any]]:
+def _candidates(call: Mapping[str, Any], options: bool) -> Iterator[tuple[str, Any]]:
     metadata = call.get("metadata")
     metadata = metadata if isinstance(metadata, Mapping) else {}
-    nested = metadata.get("ctxmw")
-    nested = nested if isinstance(nested, Mapping) else {}
-    yield "save_file", call.get("save_file")
-    yield "save_file", nested.get("save_file")
-    yield "session", call.get("session")
-    yield "session", nested.get("session")
+    if options:
+        nested = metadata.get("ctxmw")
+        nested = nested if isinstance(nested, Mapping) else {}
+        yield "save_file", call.get("save_file")
+        yield "save_file", nested.get("save_file")
+        yield "session", call.get("session")
+        yield "session", nested.get("session")
     yield "session_id", call.get("litellm_session_id")
     yield "metadata", metadata.get("session_id")
 

@@ -32,6 +32,7 @@ import anyio.to_thread
 
 from ctxmw._files import Beside, private_dirs
 from ctxmw.errors import SaveFileBusy
+from ctxmw.runtime._paths import folder_error
 
 __all__ = ["SaveFileLock", "lock_path"]
 
@@ -91,7 +92,10 @@ class SaveFileLock:
             self._release()
 
     def _acquire(self) -> int:
-        private_dirs(self.path.parent)
+        try:
+            private_dirs(self.path.parent)
+        except OSError as exc:
+            raise folder_error(self.save_file, self.path.parent, exc) from exc
         while True:
             fd = os.open(self._path, _FLAGS, 0o600)
             try:

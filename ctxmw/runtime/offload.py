@@ -1,10 +1,10 @@
-"""``Session(offload=...)``: the ``offload`` strategy, its store, and ``ctxmw_expand`` in the loop.
+"""``Session(offload=...)``: the ``offload`` strategy and its store.
 
 With offload on, the session runs one :class:`~ctxmw.strategies.offload.Offload` bound to its
-store (first in the chain, unless the list already names ``offload``, which it then replaces),
-and adds :data:`~ctxmw.context.offload.EXPAND_TOOL` to its tools from the first call on, with a
-Python implementation: the tool loop answers the model's ``ctxmw_expand`` calls itself. A list
-naming ``offload`` turns it on too.
+store (first in the chain, unless the list already names ``offload``, which it then replaces).
+A list naming ``offload`` turns it on too. Its previews name handles, so every call declares
+``ctxmw_expand`` and ctxmw answers it in the read-back round (:mod:`ctxmw.runtime._readback`),
+from the conversation itself, else from the store.
 
 Without a save_file the originals live in the session's memo: a stateless conversation's calls
 (``ctxmw.acompletion`` with a session id) share them, and its bounded registry counts them. A
@@ -14,25 +14,14 @@ offload is off there (:func:`unwire_memory_offload`).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from ctxmw.context.offload import (
-    EXPAND_TOOL,
-    EXPAND_TOOL_NAME,
-    FileResultStore,
-    OffloadedResult,
-    ResultStore,
-    expand,
-    store_dir,
-)
+from ctxmw.context.offload import FileResultStore, OffloadedResult, ResultStore, store_dir
 from ctxmw.errors import UsageError
-from ctxmw.runtime.tool_schema import Tool, ToolSet, tool_from_callable
-from ctxmw.settings import Settings
 from ctxmw.strategies._chain import NamedStrategy
 from ctxmw.strategies.offload import Offload, memo_store, warn_once
 
@@ -47,20 +36,17 @@ OffloadOption = bool | ResultStore | None
 def wire_offload(
     option: OffloadOption,
     strategies: list[NamedStrategy],
-    tools: ToolSet,
     save_file: str | os.PathLike[str] | None,
-    settings: Settings,
     memo: Callable[[], dict[str, Any]],
 ) -> tuple[list[NamedStrategy], ResultStore | None]:
-    """The session's strategies and store with offload on (``tools`` gains ``ctxmw_expand``).
+    """The session's strategies and store with offload on.
 
     Args:
         memo: the session's current memo: without a save_file the originals live there, so
             the calls of a stateless conversation share them and its registry counts them.
 
     Raises:
-        UsageError: ``option`` is neither a bool nor a store, or a tool is already named
-            ``ctxmw_expand``.
+        UsageError: ``option`` is neither a bool nor a store.
     """
     named = any(name == "offload" for name, _ in strategies)
     if option is None or option is False:
@@ -73,18 +59,17 @@ def wire_offload(
         strategies = [bound if name == "offload" else (name, s) for name, s in strategies]
     else:
         strategies = [bound, *strategies]
-    _add_tool(tools, expand_tool(store, settings.readback_max_chars))
     return strategies, store
 
 
 def unwire_memory_offload(
-    strategies: list[NamedStrategy], tools: ToolSet, store: ResultStore | None
+    strategies: list[NamedStrategy], store: ResultStore | None
 ) -> tuple[list[NamedStrategy], ResultStore | None]:
     """Offload off when its originals would live in a memo no later call can reach.
 
     A stateless call with neither a save_file nor a conversation id: a handle shown to the model
-    could only be read back inside this call. Results are then sent unchanged and
-    ``ctxmw_expand`` is not declared; a WARNING says so once per process.
+    could only be read back inside this call. Results are then sent unchanged (``ctxmw_expand``
+    stays declared only if another strategy shows handles); a WARNING says so once per process.
     """
     if not isinstance(store, _MemoStore):
         return strategies, store
@@ -94,8 +79,6 @@ def unwire_memory_offload(
         "no later call could read an original back. Pass save_file= (or session=) to offload "
         "(this warning is shown once).",
     )
-    tools.executable.pop(EXPAND_TOOL_NAME, None)
-    tools.schemas[:] = [t for t in tools.schemas if t is not EXPAND_TOOL]
     return [(name, s) for name, s in strategies if name != "offload"], None
 
 
@@ -128,22 +111,3 @@ def _store(
         f"offload={option!r} is not accepted: pass True, False, or a store with async put() and "
         "get() (see ctxmw.context.offload.ResultStore)."
     )
-
-
-def expand_tool(store: ResultStore, max_chars: int) -> Tool:
-    """``ctxmw_expand`` as a Python tool over ``store``, with the constant schema."""
-
-    async def ctxmw_expand(handle: str, offset: int = 0, limit: int | None = None) -> str:
-        return await expand(store, handle, offset, limit, max_chars=max_chars)
-
-    return dataclasses.replace(tool_from_callable(ctxmw_expand), schema=EXPAND_TOOL)
-
-
-def _add_tool(tools: ToolSet, tool: Tool) -> None:
-    if EXPAND_TOOL_NAME in tools.executable or EXPAND_TOOL_NAME in tools.declared:
-        raise UsageError(
-            f"A tool is already named {EXPAND_TOOL_NAME!r}; with offload on, ctxmw provides "
-            "it. Rename yours."
-        )
-    tools.executable[tool.name] = tool
-    tools.schemas.append(tool.schema)

@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxmw.errors import UsageError
 
-__all__ = ["OPTION_NAMES", "pop_ctxmw_entries", "split_options", "without_ctxmw"]
+__all__ = ["OPTION_NAMES", "check_rounds", "pop_ctxmw_entries", "split_options", "without_ctxmw"]
 
 OPTION_NAMES = (
     "max_rounds",
@@ -98,3 +98,16 @@ def _checked(given: Any) -> Mapping[str, Any]:
             f"{', '.join(OPTION_NAMES)}. Pass litellm's own arguments outside metadata."
         )
     return given
+
+
+def check_rounds(max_rounds: int | None, default: int) -> int:
+    """``max_rounds`` as given (``default`` when None), checked.
+
+    Raises:
+        UsageError: it is not an integer >= 1.
+    """
+    if max_rounds is None:
+        return default
+    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
+        raise UsageError(f"max_rounds={max_rounds!r} must be an integer >= 1.")
+    return max_rounds

@@ -9,6 +9,18 @@ key and no ``"role"``) say more:
   replaced by the next ``count`` message lines. The revision before it stays readable in the file.
 * ``{"ctxmw": "tool_loop", "count": n}``: the next ``n`` message lines are a tool round that
   ctxmw's own loop ran for Python callables (the caller never saw them).
+* ``{"ctxmw": "readback", "count": n}``: the next ``n`` message lines are read-back rounds ctxmw
+  answered inside the call that produced the message line after them (assistant messages
+  calling ``ctxmw_expand``, and the answers). They belong to no revision: no later prompt
+  carries them.
+* ``{"ctxmw": "readback", "count": n, "splice": true}``: the next ``n`` lines are a reply as the
+  model sent it, calling the caller's tools and reading back, then the read-backs' answers;
+  the message line after them is that reply as the caller got it (its own calls only). Every
+  later prompt holding that reply carries the read-backs again (see
+  :mod:`ctxmw.runtime._splices`).
+
+Every record carries ``"bytes"``: the size of the message lines it announces, a second account
+that tells a damaged count from a write cut short (records of earlier versions have none).
 
 A file whose history only grew is plain messages, one per line, as before revisions existed.
 
@@ -27,9 +39,11 @@ from typing import Any
 from ctxmw.errors import InvalidTranscriptError
 from ctxmw.history import common_prefix
 from ctxmw.messages.normal import normal_key, same_message
+from ctxmw.runtime._splices import Key, Readbacks, Splice, live_splices
 from ctxmw.types import Message, Messages
 
 __all__ = [
+    "BYTES_KEY",
     "RECORD_KEY",
     "Edit",
     "Plan",
@@ -37,12 +51,17 @@ __all__ = [
     "is_record",
     "loop_record",
     "plan_history",
+    "readback_record",
     "record_span",
     "replay",
 ]
 
 RECORD_KEY = "ctxmw"
 """The key that marks a record line (messages never carry it and always carry ``role``)."""
+
+BYTES_KEY = "bytes"
+"""A record's second account of its message lines: their size in bytes (newlines included), so
+a damaged count is told from a write cut short (:mod:`ctxmw.runtime._lines`)."""
 
 Op = tuple[int, int, int]
 """``(at, drop, count)`` on the current revision: ``drop`` messages at ``at`` become ``count``."""
@@ -53,9 +72,24 @@ def is_record(line: dict[str, Any]) -> bool:
     return RECORD_KEY in line and "role" not in line
 
 
-def loop_record(count: int) -> dict[str, Any]:
-    """The record that marks the next ``count`` messages as ctxmw's own tool round."""
-    return {RECORD_KEY: "tool_loop", "count": count}
+def loop_record(count: int, size: int | None = None) -> dict[str, Any]:
+    """The record that marks the next ``count`` messages (``size`` bytes) as ctxmw's own tool
+    round."""
+    record: dict[str, Any] = {RECORD_KEY: "tool_loop", "count": count}
+    if size is not None:
+        record[BYTES_KEY] = size
+    return record
+
+
+def readback_record(block: Readbacks, size: int | None = None) -> dict[str, Any]:
+    """The record that announces one reply's read-back lines (``size`` bytes; see the module
+    docstring)."""
+    record: dict[str, Any] = {RECORD_KEY: "readback", "count": len(block.lines)}
+    if block.splice is not None:
+        record["splice"] = True
+    if size is not None:
+        record[BYTES_KEY] = size
+    return record
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,9 +99,12 @@ class Edit:
     ops: tuple[Op, ...]
     inserted: tuple[Message, ...]
 
-    def record(self) -> dict[str, Any]:
-        """The record line that announces this edit (its messages follow it)."""
-        return {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+    def record(self, size: int | None = None) -> dict[str, Any]:
+        """The record line that announces this edit (its messages, ``size`` bytes, follow it)."""
+        record: dict[str, Any] = {RECORD_KEY: "edit", "ops": [list(op) for op in self.ops]}
+        if size is not None:
+            record[BYTES_KEY] = size
+        return record
 
     def apply(self, messages: Messages, ours: list[bool]) -> tuple[Messages, list[bool]]:
         """The revision after this edit, with its tool-loop marks (inserted ones are not)."""
@@ -96,6 +133,8 @@ class Revisions:
         ours: for each of ``current``, whether ctxmw's tool loop produced it.
         earlier: every earlier revision, oldest first (kept only when ``keep_earlier``).
         edits: how many edit records were applied.
+        splices: the read-backs kept beside the caller's calls, by their reply's call ids
+            (only those whose reply is in ``current``, once :meth:`settle` ran).
     """
 
     keep_earlier: bool = False
@@ -103,6 +142,7 @@ class Revisions:
     ours: list[bool] = field(default_factory=list)
     earlier: list[Messages] = field(default_factory=list)
     edits: int = 0
+    splices: dict[Key, Splice] = field(default_factory=dict)
 
     def append(self, message: Message, *, ours: bool = False) -> None:
         """A message line: the current revision grows."""
@@ -115,6 +155,17 @@ class Revisions:
             self.earlier.append(list(self.current))
         self.current, self.ours = edit.apply(self.current, self.ours)
         self.edits += 1
+
+    def read_back(self, record: dict[str, Any], block: Messages) -> None:
+        """A readback record with its lines: a splice is kept (answered rounds belong to no
+        revision)."""
+        splice = Splice.from_lines(block) if record.get("splice") is True else None
+        if splice is not None:
+            self.splices[splice.key] = splice
+
+    def settle(self) -> None:
+        """Keep only the splices whose reply is in the current revision."""
+        self.splices = live_splices(self.splices, self.current)
 
 
 def parse_edit(record: dict[str, Any]) -> list[Op] | None:
@@ -287,9 +338,13 @@ def record_span(line: dict[str, Any]) -> int:
         ops = parse_edit(line)
         return sum(op[2] for op in ops) if ops is not None else 0
     count = line.get("count")
-    if line[RECORD_KEY] == "tool_loop" and isinstance(count, int) and _count(count):
+    if line[RECORD_KEY] in _COUNTED and isinstance(count, int) and _count(count):
         return count
     return 0
+
+
+_COUNTED = ("tool_loop", "readback")
+"""The records whose ``count`` message lines follow them."""
 
 
 def replay(lines: Sequence[dict[str, Any]], *, keep_earlier: bool = False) -> Revisions:
@@ -312,10 +367,13 @@ def replay(lines: Sequence[dict[str, Any]], *, keep_earlier: bool = False) -> Re
         if line[RECORD_KEY] == "edit":
             ops = parse_edit(line) or []
             revisions.edit(Edit(tuple(ops), tuple(block)))
+        elif line[RECORD_KEY] == "readback":
+            revisions.read_back(line, block)
         else:
             for message in block:
                 revisions.append(message, ours=True)
         n += 1 + span
+    revisions.settle()
     return revisions
 
 
@@ -327,8 +385,8 @@ def _check_block(line: dict[str, Any], block: Messages, span: int, size: int) ->
         fits = all(at >= end for (at, _, _), end in zip(ops, ends, strict=False))
         if not fits or ends[-1] > size:
             _bad(line, f"its ops do not fit a revision of {size} message(s)", size)
-    elif kind != "tool_loop" or span == 0:
-        _bad(line, "it is not an edit or tool_loop record ctxmw writes", size)
+    elif kind not in _COUNTED or span == 0:
+        _bad(line, "it is not an edit, tool_loop or readback record ctxmw writes", size)
     if len(block) < span or any(is_record(m) for m in block):
         _bad(line, f"it announces {span} message line(s) that do not follow it", size)
 

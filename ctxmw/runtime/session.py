@@ -39,15 +39,19 @@ from uuid import uuid4
 import anyio
 
 from ctxmw._litellm import CompletionFn, stream_chunk_builder
-from ctxmw.errors import UsageError
+from ctxmw.errors import SaveFileWriteError, UsageError
 from ctxmw.messages.form import message_dict, response_message
+from ctxmw.runtime._kept import keep, repeated
 from ctxmw.runtime._notes import HeldNotes
 from ctxmw.runtime._open_round import set_aside_unanswered
+from ctxmw.runtime._readback import check_tool_names
 from ctxmw.runtime._record import Record, flush_ledger
 from ctxmw.runtime._rounds import ToolLoop
+from ctxmw.runtime._splices import Key, Splice
 from ctxmw.runtime.conversations import Conversation
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.offload import OffloadOption, unwire_memory_offload, wire_offload
+from ctxmw.runtime.options import check_rounds
 from ctxmw.runtime.stream import PersistingStream
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.runtime.turn import Turn, retries_interrupted_turn, run_input
@@ -84,7 +88,7 @@ class Session(ToolLoop):
         session: the telemetry session id (default: the save_file path, else a random id).
         offload: True (or a strategy list naming ``offload``): large tool results are sent as
             a preview and a handle, the originals kept beside the save_file (else in memory),
-            and the loop answers the ``ctxmw_expand`` tool itself; or pass your own
+            and ctxmw answers the model's ``ctxmw_expand`` calls itself; or pass your own
             :class:`~ctxmw.context.offload.ResultStore`. See :mod:`ctxmw.strategies.offload`.
         clock: wall-clock seconds, read before every model call (``StrategyContext.now``: the
             strategies see the time since the previous call); default ``time.time``.
@@ -115,15 +119,11 @@ class Session(ToolLoop):
         self.model = model
         self.settings = resolve_settings(settings, strategy_options)
         self.tools = ToolSet.build(tools)
+        chain = resolve_strategies(prompt_strategies, self.settings)
         self.strategies, self.offload_store = wire_offload(
-            offload,
-            resolve_strategies(prompt_strategies, self.settings),
-            self.tools,
-            save_file,
-            self.settings,
-            lambda: self._memo,
+            offload, chain, save_file, lambda: self._memo
         )
-        self.max_rounds = _check_rounds(max_rounds, self.settings)
+        self.max_rounds = check_rounds(max_rounds, self.settings.max_rounds)
         self.on_call = list(on_call)
         self._system = system
         self._completion = completion
@@ -133,6 +133,7 @@ class Session(ToolLoop):
         self._conversation = Conversation(record=Record(path))
         self._lists_inbox = save_file is not None and any(fn is inbox for _, fn in self.strategies)
         self._chain = tuple(name for name, _ in self.strategies)  # StrategyContext.chain
+        check_tool_names(self.tools.declared | set(self.tools.executable), self._reads_back)
         self._pending: Sequence[Message] = ()
         self._unsent: Sequence[Message] = ()  # a failed turn's input that no round committed
         self._notes = HeldNotes(self.settings.inbox_keep_delivered)
@@ -168,6 +169,10 @@ class Session(ToolLoop):
     @property
     def _memo(self) -> dict[str, Any]:  # the strategies' per-session scratch (ctx.memo)
         return self._conversation.memo
+
+    @property
+    def _record_splices(self) -> Mapping[Key, Splice]:  # read-backs kept beside caller calls
+        return self._record.splices
 
     @property
     def save_file(self) -> Path | None:
@@ -210,7 +215,7 @@ class Session(ToolLoop):
     def _without_memory_offload(self) -> None:
         """A stateless call with no conversation identity: see ``unwire_memory_offload``."""
         self.strategies, self.offload_store = unwire_memory_offload(
-            self.strategies, self.tools, self.offload_store
+            self.strategies, self.offload_store
         )
         self._chain = tuple(name for name, _ in self.strategies)
 
@@ -267,9 +272,20 @@ class Session(ToolLoop):
 
         Returns:
             The completion function's response to the last round.
+
+        Raises:
+            SaveFileWriteError: the round could not be written; the answer is kept (``.response``,
+                and for the next call: :mod:`ctxmw.runtime._kept`).
         """
         async with self._turn(history) as turn:
-            return await self._loop(turn)
+            reply = repeated(self._conversation, turn)
+            try:
+                if reply is None:
+                    return await self._loop(turn)
+                await self._commit(turn, last=True)
+                return reply
+            except SaveFileWriteError as exc:
+                raise keep(self._conversation, exc, reply) from exc.__cause__
 
     async def stream(
         self,
@@ -308,10 +324,7 @@ class Session(ToolLoop):
         saved = False
 
         async def complete(chunks: list[Any]) -> None:
-            nonlocal saved
-            call = turn.stream_call
-            if call is not None:
-                await self._record_call(call, chunks, time.perf_counter() - call.started, stream)
+            nonlocal saved  # each provider stream was recorded when it ended
             built = stream_chunk_builder(chunks, messages=prompt)
             if built is not None:
                 turn.add_round([response_message(built)])
@@ -326,7 +339,8 @@ class Session(ToolLoop):
             if on_end is not None:
                 await on_end(saved)
 
-        return PersistingStream(stream, complete, close)
+        release = lock.release_now if lock is not None else None
+        return PersistingStream(stream, complete, close, release=release, what=str(self.save_file))
 
     @contextlib.asynccontextmanager
     async def _turn(self, history: Sequence[Any] | None = None) -> AsyncIterator[Turn]:
@@ -356,7 +370,7 @@ class Session(ToolLoop):
 
     def _plan_turn(self, history: Sequence[Any] | None) -> Turn:
         if history is None:
-            working = self._working()
+            working = self._record.working()
             self._record.last = (working, self._record.messages)
             return self._start_turn(working)
         plan = self._record.plan(history)
@@ -366,10 +380,6 @@ class Session(ToolLoop):
         turn.hint = None if turn.unwritten else plan.conversation
         turn.stage(plan.appended)
         return turn
-
-    def _working(self) -> Messages:
-        """A stateful turn's working list (see :meth:`Record.working`)."""
-        return self._record.working()
 
     def _start_turn(self, working: Messages) -> Turn:
         turn = Turn(working=working, persist_notes=self.settings.inbox_persist)
@@ -387,11 +397,3 @@ class Session(ToolLoop):
             await self._record.write_out(
                 turn, self._notes, ledger, last=last, lists=self._lists_inbox
             )
-
-
-def _check_rounds(max_rounds: int | None, settings: Settings) -> int:
-    if max_rounds is None:
-        return settings.max_rounds
-    if isinstance(max_rounds, bool) or not isinstance(max_rounds, int) or max_rounds < 1:
-        raise UsageError(f"max_rounds={max_rounds!r} must be an integer >= 1.")
-    return max_rounds

@@ -10,14 +10,15 @@ Crash safety rests on three habits. A round's lines (an edit record, its message
 written with one ``write`` followed by ``fsync``, so a killed process leaves whole rounds; a write
 that fails halfway is cut back to where it began, and the error names the file
 (:class:`~ctxmw.errors.SaveFileWriteError`). Loading ignores a torn last line (logged, never
-fatal, the bytes are cut before the next append), a last record whose message lines a torn write
-cut off (a record anywhere whose lines cannot be its own is damage: an error naming its line,
-and nothing is cut), and a trailing tool group that only some of its results answer, or none of
-them when the last line was torn (only a torn write makes one): a loaded transcript never ends
-with a call that a torn round left unanswered. Any other unreadable line is an error that names
-it: earlier lines are never silently dropped. Every string is written, a lone surrogate (a
-non-UTF-8 file name in a tool result) included: such a line is written with JSON escapes, which
-load back to the same string.
+fatal, the bytes are cut before the next append) and a last record whose message lines a torn
+write cut off, told from damage (an error naming its line, nothing cut) by
+:mod:`ctxmw.runtime._lines`; it sets aside a trailing tool group that only some of its results
+answer, or none of them when the last line was torn (only a torn write makes one): a loaded
+transcript never ends with a call that a torn round left unanswered. Earlier lines are never
+silently dropped. Every string is written, a lone surrogate (a non-UTF-8 file name in a tool
+result) included: such a line is written with JSON escapes, which load back to the same string.
+A file that is not a save_file is never written (its first line is checked before the lock file
+is made beside it).
 
 Files are created ``0o600`` whatever the umask: tool outputs often hold secrets. A write costs
 what the new lines cost; the file is never rewritten.
@@ -30,15 +31,17 @@ import logging
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 import anyio
 import anyio.to_thread
 
 from ctxmw._files import fsync_dir, private_dirs, write_all
-from ctxmw.errors import InvalidTranscriptError, SaveFileWriteError
+from ctxmw.errors import SaveFileWriteError
+from ctxmw.runtime._lines import complete_lines, parse
 from ctxmw.runtime._open_round import aside_edit, open_round, report_aside
-from ctxmw.runtime.revisions import Edit, Revisions, is_record, loop_record, record_span, replay
+from ctxmw.runtime._paths import check_save_file
+from ctxmw.runtime._splices import Key, Readbacks, Splice
+from ctxmw.runtime.revisions import Edit, Revisions, loop_record, readback_record, replay
 from ctxmw.types import Message, Messages
 
 __all__ = ["TranscriptFile", "dump_line", "encode_lines"]
@@ -58,25 +61,42 @@ def dump_line(message: Message) -> bytes:
 
 
 def encode_lines(
-    messages: Sequence[Message], *, edit: Edit | None = None, ours: Sequence[bool] = ()
+    messages: Sequence[Message],
+    *,
+    edit: Edit | None = None,
+    ours: Sequence[bool] = (),
+    blocks: Sequence[tuple[int, Readbacks]] = (),
 ) -> bytes:
     """The bytes of one write: an edit record and its messages, then ``messages``.
 
-    Consecutive messages flagged in ``ours`` are preceded by a ``tool_loop`` record.
+    Consecutive messages flagged in ``ours`` are preceded by a ``tool_loop`` record; each of
+    ``blocks`` (a position in ``messages`` and one reply's read-back lines) is written, behind
+    its ``readback`` record, before the message at that position.
     """
     lines: list[bytes] = []
     if edit is not None:
-        lines.append(dump_line(edit.record()))
-        lines.extend(dump_line(m) for m in edit.inserted)
+        inserted = [dump_line(m) for m in edit.inserted]
+        lines.append(dump_line(edit.record(sum(map(len, inserted)))))
+        lines.extend(inserted)
     flags = list(ours) + [False] * (len(messages) - len(ours))
+    at = sorted({pos for pos, _ in blocks})
     i = 0
-    while i < len(messages):
+    while i <= len(messages):
+        for pos, readbacks in blocks:
+            if pos == i:
+                read = [dump_line(m) for m in readbacks.lines]
+                lines.append(dump_line(readback_record(readbacks, sum(map(len, read)))))
+                lines.extend(read)
+        if i == len(messages):
+            break
         j = i + 1
         if flags[i]:
-            while j < len(messages) and flags[j]:
+            while j < len(messages) and flags[j] and j not in at:
                 j += 1
-            lines.append(dump_line(loop_record(j - i)))
-        lines.extend(dump_line(m) for m in messages[i:j])
+        block = [dump_line(m) for m in messages[i:j]]
+        if flags[i]:
+            lines.append(dump_line(loop_record(j - i, sum(map(len, block)))))
+        lines.extend(block)
         i = j
     return b"".join(lines)
 
@@ -98,6 +118,8 @@ class TranscriptFile:
         )
         self.ours: list[bool] = []
         """As last loaded: per message of the current revision, whether ctxmw's loop made it."""
+        self.splices: dict[Key, Splice] = {}
+        """As last loaded: the read-backs kept beside replies of the current revision."""
 
     @property
     def size(self) -> int:
@@ -147,9 +169,14 @@ class TranscriptFile:
             data = self.path.read_bytes()
         except FileNotFoundError:
             self._good, self._seen, self.ours, self._aside = 0, None, [], None
+            self.splices = {}
             return Revisions(keep_earlier)
-        lines, ends, numbers, torn = _parse(data, self.path)
-        keep = _complete_lines(lines, numbers, self.path)
+        except OSError:
+            check_save_file(self.path)  # a folder, or a path through a file: said so
+            raise
+        parsed = parse(data, self.path)
+        lines, ends, torn = parsed.lines, parsed.ends, parsed.torn
+        keep = complete_lines(parsed, self.path)
         if keep < len(lines):
             logger.warning(
                 "%s ends with a write that was cut short (a torn write); "
@@ -162,6 +189,7 @@ class TranscriptFile:
         self._good = ends[keep - 1] if keep else 0
         self._seen = _identity(self.path)
         self.ours = list(revisions.ours)
+        self.splices = dict(revisions.splices)
         return revisions
 
     def changed_now(self) -> bool:
@@ -181,7 +209,7 @@ class TranscriptFile:
 
     def _write(self, data: bytes) -> None:
         if self._aside is not None:
-            data = dump_line(self._aside.record()) + data
+            data = dump_line(self._aside.record(0)) + data
         created = not self.path.exists()
         private_dirs(self.path.parent)
         fd = _owner_only(str(self.path), _APPEND_FLAGS)
@@ -203,69 +231,6 @@ class TranscriptFile:
         self._seen = _identity(self.path)
 
 
-def _parse(data: bytes, path: Path) -> tuple[list[dict[str, Any]], list[int], list[int], bool]:
-    """Every whole line as a JSON object (messages and records), where each one ends, its line
-    number, and whether the tail was torn."""
-    *lines, tail = data.split(b"\n")
-    messages: list[dict[str, Any]] = []
-    ends: list[int] = []
-    numbers: list[int] = []
-    offset = 0
-    for number, raw in enumerate(lines, start=1):
-        offset += len(raw) + 1
-        if not raw.strip():
-            continue
-        message = _decode(raw)
-        if message is None:
-            if number == len(lines) and not tail:
-                _warn_torn(path, number)
-                return messages, ends, numbers, True
-            raise InvalidTranscriptError(
-                f"line {number} of {str(path)!r} is not a JSON object; the file is damaged. "
-                "Repair or move that line; ctxmw never drops earlier lines silently.",
-                len(messages),
-            )
-        messages.append(message)
-        ends.append(offset)
-        numbers.append(number)
-    if tail.strip():
-        _warn_torn(path, len(lines) + 1)
-    return messages, ends, numbers, bool(tail.strip())
-
-
-def _decode(raw: bytes) -> Message | None:
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
-def _warn_torn(path: Path, number: int) -> None:
-    logger.warning("Ignoring the torn last line %d of %s (an interrupted write).", number, path)
-
-
-def _complete_lines(lines: list[dict[str, Any]], numbers: list[int], path: Path) -> int:
-    """How many lines to keep: not a last record whose lines a torn write cut off.
-
-    Raises:
-        InvalidTranscriptError: a record announces lines that cannot be its own (damage).
-    """
-    n = 0
-    while n < len(lines):
-        if not is_record(lines[n]):
-            n += 1
-            continue
-        span = record_span(lines[n])
-        block = lines[n + 1 : n + 1 + span]
-        if not _own_lines(lines[n], block):
-            raise _damaged(path, numbers[n], span, n)
-        if len(block) < span:  # the file's last write, cut short: a torn tail
-            return n
-        n += 1 + span
-    return len(lines)
-
-
 def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None:
     """Set aside an open round that only a torn write makes: some results, or none with the
     last line torn (see :mod:`ctxmw.runtime._open_round`). Returns the edit to record."""
@@ -279,26 +244,6 @@ def _set_aside_torn(revisions: Revisions, torn: bool, path: Path) -> Edit | None
     revisions.edit(edit)
     report_aside(path, round_, "a write cut short lost results for")
     return edit
-
-
-def _own_lines(record: dict[str, Any], block: list[dict[str, Any]]) -> bool:
-    """Whether ``block`` can be the lines ``record`` announced: messages, and for a tool round
-    only calls and results (ctxmw's loop marks nothing else)."""
-    if any(is_record(m) for m in block):
-        return False
-    if record.get("ctxmw") != "tool_loop":
-        return True
-    return all(m.get("role") == "tool" or m.get("tool_calls") for m in block)
-
-
-def _damaged(path: Path, number: int, span: int, index: int) -> InvalidTranscriptError:
-    return InvalidTranscriptError(
-        f"line {number} of {str(path)!r} is a record announcing {span} message line(s) that "
-        "cannot be its own: the file is damaged before its end (only the last write can be cut "
-        "short). Nothing was cut. Repair that line (the line format is in docs/sessions.md) or "
-        "move the file aside; ctxmw never truncates complete lines.",
-        index,
-    )
 
 
 def _owner_only(path: str, flags: int) -> int:

@@ -18,10 +18,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from ctxmw.inbox._files import FileEntry
 from ctxmw.messages.normal import same_message
+from ctxmw.runtime._splices import Readbacks
 from ctxmw.runtime.lock import SaveFileLock
 from ctxmw.runtime.revisions import Edit
 from ctxmw.types import Message, Messages, StrategyContext
@@ -38,7 +38,8 @@ class Turn:
         unwritten: messages not yet appended to the save_file.
         unconfirmed: inbox notes not yet carried by a successful call.
         persist_notes: whether inbox notes are written to the transcript (``inbox_persist``).
-        stream_call: a streamed call waiting for its stream to be read, to be recorded then.
+        blocks: read-back lines to write, each before the message of ``unwritten`` at its
+            position (see :mod:`ctxmw.runtime._splices`).
         edit: a change of the save_file's revision (a stateless caller edited its history),
             written with the turn's first commit.
         stateless: the turn answers a stateless caller's whole history; only then are the
@@ -58,7 +59,7 @@ class Turn:
     unwritten: Messages = field(default_factory=list)
     # Empty (most turns): the empty tuple; replaced, never appended to, when notes arrive.
     unconfirmed: Sequence[Message] = ()
-    stream_call: Any = None
+    blocks: list[tuple[int, Readbacks]] = field(default_factory=list)
     edit: Edit | None = None
     stateless: bool = False
     ours: frozenset[int] | tuple[()] = ()
@@ -87,6 +88,15 @@ class Turn:
         """Add what a round produced (the assistant message, tool results)."""
         self.working.extend(messages)
         self.unwritten.extend(messages)
+
+    def add_readbacks(self, block: Readbacks) -> None:
+        """Read-backs of the reply the turn adds next: written before it, never in ``working``."""
+        self.blocks.append((len(self.unwritten), block))
+
+    def take_blocks(self) -> list[tuple[int, Readbacks]]:
+        """The read-back lines to write with :meth:`take_unwritten`'s messages; forgotten."""
+        out, self.blocks = self.blocks, []
+        return out
 
     def unseen(self, notes: Sequence[Message]) -> Messages:
         """Those of ``notes`` the turn does not already hold as unconfirmed."""

@@ -80,11 +80,13 @@ async def acompletion(
 ) -> Any:
     """Call the model like ``litellm.acompletion``, with the prompt strategies applied.
 
-    Without Python callables in ``tools`` this is exactly one call of the completion function
-    (default ``litellm.acompletion``) with the strategies' output as ``messages``: same return
-    value (a ``ModelResponse``, or an async stream with ``stream=True``), same exceptions
-    (litellm's pass through unwrapped). With callables it runs the tool loop and returns the
-    final response.
+    Without Python callables in ``tools`` this is one call of the completion function (default
+    ``litellm.acompletion``) with the strategies' output as ``messages``: same return value (a
+    ``ModelResponse``, or an async stream with ``stream=True``), same exceptions (litellm's pass
+    through unwrapped). A reply that only reads a compacted result back (``ctxmw_expand``) is
+    answered by ctxmw and the model called again, so the caller gets the final reply and never a
+    ``ctxmw_expand`` call (see docs/readback.md). With callables it runs the tool loop and
+    returns the final response.
 
     Args:
         model: the litellm model name.

@@ -7,12 +7,13 @@ from collections.abc import Mapping
 from typing import Annotated, Any, Literal
 
 from pydantic import Field, ValidationError, field_validator
-from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+from pydantic_settings import NoDecode, SettingsConfigDict
 
 import ctxmw.settings._checks as _checks
 from ctxmw.context.survival import DEFAULT_DURABLE_PATTERNS
 from ctxmw.errors import SettingsError
 from ctxmw.settings._checks import CACHE_RULES, ENV_PREFIX
+from ctxmw.settings._economic import EconomicSettings
 
 DEFAULT_STRATEGIES = ("shorten_tools_economic", "inbox", "cache_breakpoints")
 
@@ -26,7 +27,7 @@ DEFAULT_COMPACTION_NOTICE = (
 BustCause = Literal["tools", "system", "transcript", "strategy"]
 
 
-class Settings(BaseSettings):
+class Settings(EconomicSettings):
     """Every ctxmw setting, with its default. Each key reads ``CTXMW_<KEY>`` from the environment.
 
     Raises:
@@ -129,71 +130,6 @@ class Settings(BaseSettings):
         description="Telemetry: provider caching rule for expected cache reads: "
         + ", ".join(CACHE_RULES)
         + " (auto picks one from the model and api_base).",
-    )
-
-    cache_ttl: float | None = Field(
-        None,
-        gt=0,
-        description="Seconds a provider keeps an unused prompt cache (default: per provider, see "
-        "ctxmw.strategies.shorten_tools_economic); an idle gap longer than this makes the next "
-        "call's cache cold.",
-    )
-    economic_full_tool_calls: int = Field(
-        3,
-        ge=0,
-        description="shorten_tools_economic: calls before the boundary kept full (every newer "
-        "call is full too).",
-    )
-    economic_compacted_tool_calls: int = Field(
-        80,
-        ge=0,
-        description="shorten_tools_economic: calls kept compacted before the full window.",
-    )
-    economic_compacted_result_chars: int = Field(
-        600,
-        ge=0,
-        description="shorten_tools_economic: characters of whole lines a compacted result keeps "
-        "(the first line, errors, definitions, paths, identifiers; see ctxmw.messages.outline); "
-        "0: its head and tail, short_output_length characters, like the other strategies.",
-    )
-    economic_whole_tools: Annotated[list[str], NoDecode] = Field(
-        ["Task", "Agent"],
-        description="shorten_tools_economic: tools whose results are reports the agent asked "
-        "for (a subagent's answer): kept whole through the compacted tier, dropped with it "
-        "(env: a JSON list).",
-    )
-    readback: bool = Field(
-        True,
-        description="shorten_tools_economic: a compacted result's header names a handle, and "
-        "ctxmw answers the model's ctxmw_expand calls with any of its lines, read back from the "
-        "conversation itself (false: compacted results cannot be read back).",
-    )
-    economic_break_even: float = Field(
-        2.0,
-        gt=0,
-        description="shorten_tools_economic: move the boundary once the rent paid since the last "
-        "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
-        "break-even; 2.0 risks less against sending everything).",
-    )
-    economic_guard: float | None = Field(
-        1.04,
-        ge=1.0,
-        description="shorten_tools_economic under breakpoint caching: a move waits while it "
-        "would take the schedule's estimated running cost over this multiple of what sending "
-        "everything would have cost so far: the bound on its estimated cost x none at every "
-        "call point (None: no guard).",
-    )
-    economic_guard_automatic: float | None = Field(
-        1.02,
-        ge=1.0,
-        description="shorten_tools_economic: economic_guard under automatic prefix caching "
-        "(the openai, gemini and exact rules), where a move reads the head back and costs less.",
-    )
-    economic_head_mark: bool | None = Field(
-        None,
-        description="shorten_tools_economic under breakpoint caching: the client marks the end "
-        "of the head, so a move reads the head back and the schedule prices it so (None: "
-        "inferred, true when cache_breakpoints runs after it in the chain).",
     )
 
     telemetry: bool = Field(
@@ -362,12 +298,7 @@ class Settings(BaseSettings):
     def _empty_is_unset(cls, value: str | None) -> str | None:
         return _checks.empty_is_unset(value)
 
-    @field_validator(
-        "durable_patterns",
-        "clear_tool_results_exclude_tools",
-        "economic_whole_tools",
-        mode="before",
-    )
+    @field_validator("durable_patterns", "clear_tool_results_exclude_tools", mode="before")
     @classmethod
     def _json_list(cls, value: Any) -> Any:
         return _checks.json_list(value)

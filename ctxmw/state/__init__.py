@@ -30,8 +30,19 @@ Adopting it: take a ``State`` argument (default :class:`MemoryState`), build key
 
 from __future__ import annotations
 
-from ctxmw.state._base import DEFAULT_TTL_S, Note, State, key
+from ctxmw.errors import NotesFull
+from ctxmw.state._base import DEFAULT_TTL_S, Note, NoteBounds, State, key
 from ctxmw.state.memory import MemoryState
 from ctxmw.state.redis import RedisState, open_state
 
-__all__ = ["DEFAULT_TTL_S", "MemoryState", "Note", "RedisState", "State", "key", "open_state"]
+__all__ = [
+    "DEFAULT_TTL_S",
+    "MemoryState",
+    "Note",
+    "NoteBounds",
+    "NotesFull",
+    "RedisState",
+    "State",
+    "key",
+    "open_state",
+]

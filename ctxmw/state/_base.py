@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-__all__ = ["DEFAULT_TTL_S", "Note", "State", "key"]
+__all__ = ["DEFAULT_TTL_S", "Note", "NoteBounds", "State", "key", "text_bytes"]
 
 DEFAULT_TTL_S = 7 * 24 * 3600
 """How long a conversation's state lives after its last write: a week."""
@@ -50,6 +50,33 @@ class Note:
         return cls(int(data["seq"]), str(data["kind"]), str(data["text"]))
 
 
+@dataclass(frozen=True, slots=True)
+class NoteBounds:
+    """What :meth:`State.push_note` may leave waiting (pushed, not yet delivered); a push that
+    would go past a bound raises :class:`~ctxmw.errors.NotesFull` and stores nothing.
+
+    Attributes:
+        conversation_notes: notes waiting in the conversation.
+        conversation_note_bytes: the UTF-8 bytes of their texts.
+        scope: the group of conversations the note counts in (a proxy's team, user or key);
+            None: none.
+        scope_note_bytes: the UTF-8 bytes of the texts waiting in all of the scope's
+            conversations. Counted from the pushes and the deliveries; notes that expire
+            undelivered still count until the scope's count expires, a time to live after its
+            last push.
+    """
+
+    conversation_notes: int
+    conversation_note_bytes: int
+    scope: str | None = None
+    scope_note_bytes: int = 0
+
+
+def text_bytes(note: Note) -> int:
+    """What a note counts in the bounds: its text's UTF-8 bytes."""
+    return len(note.text.encode("utf-8", "surrogatepass"))
+
+
 def sort_notes(raw: Sequence[str | bytes]) -> list[Note]:
     """Stored notes in push order."""
     return sorted((Note.from_json(item) for item in raw), key=lambda note: note.seq)
@@ -71,12 +98,21 @@ class State(Protocol):
         """Forget ``key``."""
         ...
 
-    async def push_note(self, conversation: str, kind: str, text: str) -> Note:
-        """Queue a note for the conversation's next request; returned once stored."""
+    async def push_note(
+        self, conversation: str, kind: str, text: str, bounds: NoteBounds | None = None
+    ) -> Note:
+        """Queue a note for the conversation's next request; returned once stored.
+
+        Raises:
+            NotesFull: the note would take what waits past one of ``bounds`` (nothing stored).
+        """
         ...
 
-    async def claim_notes(self, conversation: str, claim: str) -> list[Note]:
-        """Atomically take the pending notes (and unsettled earlier claims) under ``claim``."""
+    async def claim_notes(
+        self, conversation: str, claim: str, limit: int | None = None
+    ) -> list[Note]:
+        """Atomically take the pending notes (and unsettled earlier claims) under ``claim``:
+        the ``limit`` oldest and every abort, the rest left pending, in order."""
         ...
 
     async def settle(self, conversation: str, claim: str, requeue: Sequence[Note] = ()) -> None:

@@ -1,9 +1,9 @@
 """``inbox``: deliver the files dropped beside the save_file, once each, as user messages.
 
 Runs after the shortening strategy in the default list, so what it injects is the last thing the
-model reads. Each regular file of ``<stem>.inbox/`` (byte order of names; dotfiles, folders and
+model reads. Each regular file of ``<save_file>.inbox/`` (byte order of names; dotfiles, folders and
 symlinks skipped; at most ``inbox_max_messages`` per call, the rest wait for the next call) is
-appended as ``{"role": "user", "content": <text>}`` and moved into ``<stem>.inbox_removed/``.
+appended as ``{"role": "user", "content": <text>}`` and moved into ``<save_file>.inbox_removed/``.
 An entry named exactly ``abort``, of any kind (a file, folder, FIFO, symlink, an oversize
 file), raises ``ctxmw.Aborted`` instead; it is consumed, files after it stay for the next run.
 

@@ -5,8 +5,8 @@ a handle and the original's length, then its first (``offload_preview="head"``) 
 (``"tail"``) ``offload_preview_chars`` characters, or, for a tool with a registered compressor
 (:func:`ctxmw.compressor`), the compressor's checked view. The original goes to a
 :class:`~ctxmw.context.offload.ResultStore` *before* the prompt is returned, so every handle the
-model sees can be read back with ``ctxmw_expand(handle, offset, limit)``
-(:data:`~ctxmw.context.offload.EXPAND_TOOL`), which a ``Session(offload=True)`` answers itself.
+model sees can be read back with ``ctxmw_expand`` (:data:`~ctxmw.context.readback.READBACK_TOOL`,
+by ``offset`` and ``limit``), which ctxmw answers itself on every path.
 
 The preview is stored with the original and reused on every later call, so a result's sent bytes
 never change once offloaded, even if the settings or the compressors change: the prompt only
@@ -27,7 +27,6 @@ from typing import Any
 
 from ctxmw.context.compressors import apply_compressor, get_compressor
 from ctxmw.context.offload import (
-    EXPAND_TOOL_NAME,
     FileResultStore,
     MemoryResultStore,
     OffloadedResult,
@@ -35,6 +34,7 @@ from ctxmw.context.offload import (
     handle_for,
     store_dir,
 )
+from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.context.tokens import TokenCounter, as_counter, count_messages
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.settings import Settings
@@ -110,7 +110,7 @@ class Offload:
         call_id = str(msg.get("tool_call_id"))
         name, arguments = calls.get(call_id, ("", None))
         threshold = ctx.settings.offload_threshold
-        if name == EXPAND_TOOL_NAME or len(content) <= threshold:
+        if name == READBACK_TOOL_NAME or len(content) <= threshold:
             return None  # a token is at least one character: short texts need no count
         if count_messages(self.counter, ctx.model, [msg])[0] <= threshold:
             return None

@@ -36,6 +36,7 @@ class CallFacts:
     provider: str
     rule: str
     kind: str
+    readback: bool
     latency_s: float
     prompt_cache_key: str | None
 
@@ -86,6 +87,7 @@ def call_record(
         kind=facts.kind,
         cache_marks=payload_marks(messages, tools, indices=prefix.marked),
         prompt_cache_key=facts.prompt_cache_key,
+        readback=facts.readback,
     )
 
 

@@ -4,6 +4,13 @@
 payload: its messages, digests, cumulative token counts and layers) and measures the next
 payload against it with these functions; :func:`snapshot_json` and :func:`snapshot_from_json`
 carry a snapshot between the replicas of a fleet (``ctxmw.state``).
+
+What is carried holds no message content: per message its digest, token counts, role and a
+*text ladder* (:func:`text_ladder`): digests of the leading 64, 128, 256, ... characters of a
+text content and of the whole. A restored snapshot measures the leading text a changed message
+shares with its previous version (:func:`ladder_shared`) from those: the longest rung both
+texts agree on, cut back to a word boundary, a lower bound of what :func:`shared_text` finds
+when it has both texts.
 """
 
 from __future__ import annotations
@@ -12,7 +19,7 @@ import hashlib
 import os
 from array import array
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,6 +30,7 @@ __all__ = [
     "ReplyKey",
     "Snapshot",
     "extend_layers",
+    "ladder_shared",
     "layer_totals",
     "marked_prefix",
     "payload_hash",
@@ -31,10 +39,17 @@ __all__ = [
     "snapshot_from_json",
     "snapshot_json",
     "system_at",
+    "text_ladder",
     "tools_marked",
 ]
 
 _DIGEST_SIZE = 16  # canonical.payload_digest's
+_RUNG_SIZE = 8  # a text ladder's digests: a match is a measurement, not an identity
+_FIRST_RUNG = 64
+_ROLES = frozenset({"system", "developer", "user", "assistant", "tool", "function"})
+
+TextLadder = tuple[int, bytes]
+"""A text's length in characters and the digests of its rungs (see :func:`text_ladder`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,12 +67,17 @@ class Snapshot:
     tools_marked: bool
     marked: frozenset[int]
     hashed: Any = None  # blake2b state over tools + digests (None: not kept)
+    # A restored snapshot's text ladders (its messages are then {"role": ...} only); None when
+    # the messages are the payload's own.
+    texts: Sequence[TextLadder | None] | None = None
 
 
 def snapshot_json(prev: Snapshot) -> dict[str, Any]:
-    """A snapshot as JSON-ready data."""
+    """A snapshot as JSON-ready data: digests, counts, roles and text ladders, no content."""
+    texts = prev.texts if prev.texts is not None else [text_ladder(m) for m in prev.messages]
     return {
-        "messages": [dict(m) for m in prev.messages],
+        "roles": [_role(m) for m in prev.messages],
+        "texts": [None if t is None else [t[0], t[1].hex()] for t in texts],
         "digests": [d.hex() for d in prev.digests],
         "cumulative": list(prev.cumulative),
         "layers": [list(prev.layers[i : i + 3]) for i in range(0, len(prev.layers), 3)],
@@ -71,8 +91,9 @@ def snapshot_json(prev: Snapshot) -> dict[str, Any]:
 
 def snapshot_from_json(data: Mapping[str, Any]) -> Snapshot:
     """A snapshot from :func:`snapshot_json`'s data."""
+    texts = [None if t is None else (int(t[0]), bytes.fromhex(t[1])) for t in data["texts"]]
     return Snapshot(
-        list(data["messages"]),
+        [{"role": role} for role in data["roles"]],
         [bytes.fromhex(d) for d in data["digests"]],
         array("q", [int(n) for n in data["cumulative"]]),
         array("q", [int(n) for layer in data["layers"] for n in layer]),
@@ -81,7 +102,57 @@ def snapshot_from_json(data: Mapping[str, Any]) -> Snapshot:
         int(data["tools_tokens"]),
         bool(data["tools_marked"]),
         frozenset(int(i) for i in data["marked"]),
+        texts=texts,
     )
+
+
+def _role(message: Mapping[str, Any]) -> str:
+    role = message.get("role")
+    return role if isinstance(role, str) and role in _ROLES else ""
+
+
+def text_ladder(message: Mapping[str, Any]) -> TextLadder | None:
+    """Digests of a text content's leading 64, 128, 256, ... characters and of the whole
+    (None for a message whose content is not text)."""
+    text = message.get("content")
+    if not isinstance(text, str):
+        return None
+    rungs = b"".join(digest for _, digest in _rungs(text, len(text)))
+    return len(text), rungs
+
+
+def ladder_shared(previous: TextLadder | None, current: Mapping[str, Any]) -> str:
+    """:func:`shared_text` of a message known by its ladder and ``current`` (same role), as
+    far as the ladder tells: the longest rung the two texts agree on, whole when it is the
+    previous text whole, else cut back to a word boundary."""
+    text = current.get("content")
+    if previous is None or not isinstance(text, str):
+        return ""
+    length, digests = previous
+    agreed = 0
+    for i, (at, digest) in enumerate(_rungs(text, length)):
+        if digest != digests[i * _RUNG_SIZE : (i + 1) * _RUNG_SIZE]:
+            break
+        agreed = at
+    if agreed == length:
+        return text[:length]
+    shared = text[:agreed]
+    return shared[: max(shared.rfind(" "), shared.rfind("\n"), 0)]
+
+
+def _rungs(text: str, length: int) -> Iterator[tuple[int, bytes]]:
+    """``(end, digest of text[:end])`` for each rung of a text of ``length`` characters, while
+    ``text`` (which may be another text) reaches it: one pass over it."""
+    hashed, done, end = hashlib.blake2b(digest_size=_RUNG_SIZE), 0, _FIRST_RUNG
+    while True:
+        end = min(end, length)
+        if end > len(text):
+            return
+        hashed.update(text[done:end].encode("utf-8", "surrogatepass"))
+        yield end, hashed.copy().digest()
+        if end == length:
+            return
+        done, end = end, end * 2
 
 
 def extend_layers(

@@ -140,6 +140,28 @@ class AlertState:
         self._busted: int | None = 0  # warm calls that all busted; None once one did not
         self.bust_counts: dict[str, int] = {}  # warm calls each alerting cause broke
 
+    def export(self) -> dict[str, Any]:
+        """What the next records' alerts depend on, as JSON-ready figures (no content)."""
+        return {
+            "recent": [list(figures) for figures in self._recent],
+            "firing": list(self._firing),
+            "calls": self._calls,
+            "filled": self._filled,
+            "busted": self._busted,
+        }
+
+    def restore(self, data: Mapping[str, Any] | None) -> None:
+        """Continue from :meth:`export`'s data (None: from the start)."""
+        if data is None:
+            return
+        self._recent.extend(
+            (r[0], int(r[1]), int(r[2]), int(r[3]), r[4], bool(r[5])) for r in data["recent"]
+        )
+        self._firing = tuple(str(rule) for rule in data["firing"])
+        self._calls, self._filled = int(data["calls"]), bool(data["filled"])
+        busted = data["busted"]
+        self._busted = None if busted is None else int(busted)
+
     def observe(self, record: Mapping[str, Any]) -> list[Alert]:
         """Take the session's next record (a ledger dict); return the rules it made fire."""
         self._calls += 1

@@ -6,8 +6,11 @@ folder is the ``state_dir`` setting, else ``$XDG_STATE_HOME/ctxmw``, else
 ``~/.local/state/ctxmw`` (the XDG base-directory convention for state that is not worth
 backing up, such as logs). The ``default_ledger`` setting turns it off.
 
-Owner-only whatever the umask: the folder is made ``0700`` and the file ``0600`` (a ledger holds
-counts and digests, never content, but session ids and model names are the owner's business).
+Owner-only whatever the umask: the folder and the parents it lacks are made ``0700``, the file
+``0600`` (a ledger holds counts and digests, never content, but session ids and model names are
+the owner's business). A folder that is a symbolic link, another user's, or writable by another
+user is refused, and a link in it is never followed: the calls go on unrecorded, with one WARNING
+per folder and process naming it and the settings that move the ledger or turn it off.
 Rotated by size: once the file reaches ``ledger_max_bytes`` the next record first moves it to
 ``calls.old.ledger.jsonl`` (replacing the one before), so at most about twice that stays on disk.
 Several processes may share the file: each append is one ``write`` under an exclusive ``flock``
@@ -16,12 +19,15 @@ on the file, and a writer that finds the file it locked already rotated away ope
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import functools
 import logging
 import os
+import stat
 from pathlib import Path
 
+from ctxmw._files import private_dirs, write_all
 from ctxmw.settings import Settings
 from ctxmw.telemetry.record import LedgerWriter, ledger_path
 
@@ -80,7 +86,7 @@ def ledger_writer(
 
 class RotatingLedger(LedgerWriter):
     """A :class:`~ctxmw.telemetry.record.LedgerWriter` for the default ledger: its folder
-    owner-only, the file rotated once it reaches ``max_bytes``.
+    owner-only and checked, the file rotated once it reaches ``max_bytes``.
 
     Args:
         path: the ledger file.
@@ -91,39 +97,87 @@ class RotatingLedger(LedgerWriter):
         super().__init__(path)
         self.max_bytes = max_bytes
 
+    def advice(self) -> str:
+        """What moves or stops the default ledger (named in the one warning of a failure)."""
+        return (
+            "Point the state_dir setting (CTXMW_STATE_DIR) at a folder of yours, or set "
+            "CTXMW_DEFAULT_LEDGER=false to turn the default ledger off."
+        )
+
     def _append(self, data: bytes) -> None:
-        path = self.path
-        _owner_only_folder(path.parent)
+        folder = _state_folder(self.path.parent)
+        try:
+            self._append_in(folder, data)
+        finally:
+            os.close(folder)
+
+    def _append_in(self, folder: int, data: bytes) -> None:
+        name = self.path.name
         for _ in range(3):  # another process may rotate it between our open and our lock
-            fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+            fd = os.open(name, _APPEND, 0o600, dir_fd=folder)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX)
-                if _rotated_away(fd, path):
+                if _rotated_away(fd, name, folder):
                     continue
                 if os.fstat(fd).st_size >= self.max_bytes:
-                    os.replace(path, path.with_name(OLD_LEDGER_NAME))
+                    os.replace(name, OLD_LEDGER_NAME, src_dir_fd=folder, dst_dir_fd=folder)
                     continue  # the next turn creates the new file
-                _write_all(fd, _after_torn_tail(fd, data))
+                write_all(fd, _after_torn_tail(fd, data))
                 return
             finally:
                 os.close(fd)  # closing releases the lock
         logging.getLogger("ctxmw").warning(
             "ctxmw: the default ledger %s kept moving under this process; one record was not "
             "written.",
-            path,
+            self.path,
         )
 
 
-def _owner_only_folder(folder: Path) -> None:
-    if folder.is_dir():
-        return
-    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-    os.chmod(folder, 0o700)  # mkdir's mode is cut by the umask; this is not
+# O_NOFOLLOW: a link planted in the folder is refused (ELOOP), never followed.
+_APPEND = os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_NOFOLLOW | os.O_CLOEXEC
+_FOLDER = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 
 
-def _rotated_away(fd: int, path: Path) -> bool:
+def _state_folder(folder: Path) -> int:
+    """The state folder, opened (a descriptor every name is then resolved against), made
+    owner-only with its missing parents if absent.
+
+    Raises:
+        OSError: it cannot be made or opened, or it is not safe to write: a symbolic link,
+            another user's, or writable by another user (the message says which).
+    """
+    private_dirs(folder)
     try:
-        current = os.stat(path)
+        fd = os.open(folder, _FOLDER)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR) and folder.is_symlink():
+            raise PermissionError(
+                f"{folder} is a symbolic link; ctxmw writes only into a real folder"
+            ) from None
+        raise
+    try:
+        _check_owner(os.fstat(fd), folder)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def _check_owner(st: os.stat_result, folder: Path) -> None:
+    uid = os.getuid()
+    if st.st_uid != uid:
+        raise PermissionError(f"{folder} belongs to user id {st.st_uid}, not to this user ({uid})")
+    others = st.st_mode & 0o002 or (st.st_mode & 0o020 and st.st_gid != os.getgid())
+    if others:
+        raise PermissionError(
+            f"{folder} is writable by other users (mode {stat.S_IMODE(st.st_mode):04o}): "
+            "anyone who can write it can plant a link there"
+        )
+
+
+def _rotated_away(fd: int, name: str, folder: int) -> bool:
+    try:
+        current = os.stat(name, dir_fd=folder, follow_symlinks=False)
     except FileNotFoundError:
         return True
     mine = os.fstat(fd)
@@ -139,12 +193,6 @@ def _after_torn_tail(fd: int, data: bytes) -> bytes:
     if size and os.pread(fd, 1, size - 1) != b"\n":
         return b"\n" + data  # a writer killed mid-line: its line stays one unreadable line
     return data
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view) :]
 
 
 @functools.cache

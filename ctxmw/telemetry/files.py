@@ -1,7 +1,7 @@
 """Telling a ledger from a transcript, so each loader can skip the other kind with a note.
 
-ctxmw writes a save_file (``agent.jsonl``) and its ledger (``agent.ledger.jsonl``) side by side,
-so a glob such as ``runs/*.jsonl`` matches both. The readers (``replay``, ``show``, ``stats``)
+ctxmw writes a save_file (``agent.jsonl``) and its ledger (``agent.jsonl.ledger.jsonl``) side by
+side, so a glob such as ``runs/*.jsonl`` matches both. The readers (``replay``, ``show``, ``stats``)
 classify each file from its name and its first record instead of failing on the wrong kind.
 """
 

@@ -21,6 +21,7 @@ is the last payload (a list of references), its digests and counts (a snapshot, 
 
 from __future__ import annotations
 
+import hashlib
 from array import array
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -36,6 +37,7 @@ from ctxmw.telemetry._snapshot import (
     ReplyKey,
     Snapshot,
     extend_layers,
+    ladder_shared,
     layer_totals,
     marked_prefix,
     payload_hash,
@@ -142,11 +144,11 @@ class PrefixTracker:
         self._tokens: dict[bytes, int] = {}
         self._tools_tokens: dict[tuple[str, bytes, bool, bool], int] = {}
         self._previous: Snapshot | None = None
-        self._reply: ReplyKey | None = None
+        self._reply: bytes | None = None  # the digest of the last reply's ReplyKey
 
     def note_reply(self, reply: Mapping[str, Any] | None) -> None:
         """Remember the reply the last observed call got (None: no usable reply)."""
-        self._reply = reply_key(reply) if reply is not None else None
+        self._reply = _reply_digest(reply) if reply is not None else None
 
     @property
     def held_tokens(self) -> int:
@@ -258,14 +260,21 @@ class PrefixTracker:
         prev = self._previous
         if prev is None:
             return None
-        return snapshot_json(prev)
+        reply = None if self._reply is None else self._reply.hex()
+        return {**snapshot_json(prev), "reply": reply}
 
     def restore(self, data: Mapping[str, Any] | None) -> None:
         """Take ``data`` (from :meth:`export`) as the previous payload."""
         if data is None:
-            self._previous = None
+            self._previous, self._reply = None, None
             return
-        self._previous = snapshot_from_json(data)
+        prev = self._previous = snapshot_from_json(data)
+        # Each message's count is the step of the running sums: a message the next payload
+        # keeps after a break (a bust) is not counted again, as in the process that exported it.
+        counts = prev.cumulative
+        self._tokens = {d: counts[i + 1] - counts[i] for i, d in enumerate(prev.digests)}
+        reply = data.get("reply")
+        self._reply = bytes.fromhex(reply) if isinstance(reply, str) else None
 
     def _result(
         self, model: str, prev: Snapshot | None, cur: Snapshot, common: int, tools_changed: bool
@@ -297,7 +306,7 @@ class PrefixTracker:
     def _reply_tokens(self, cur: Snapshot, common: int) -> int:
         if self._reply is None or common >= len(cur.messages):
             return 0
-        if reply_key(cur.messages[common]) != self._reply:
+        if _reply_digest(cur.messages[common]) != self._reply:
             return 0
         return cur.cumulative[common + 1] - cur.cumulative[common]
 
@@ -306,7 +315,13 @@ class PrefixTracker:
     ) -> int:
         if not measure or prev is None or common >= min(len(prev.messages), len(cur.messages)):
             return 0
-        shared = shared_text(prev.messages[common], cur.messages[common])
+        before, now = prev.messages[common], cur.messages[common]
+        if prev.texts is None:
+            shared = shared_text(before, now)
+        elif before.get("role") == now.get("role"):  # restored: known by its ladder
+            shared = ladder_shared(prev.texts[common], now)
+        else:
+            shared = ""
         return text_tokens(self._counter, model, shared)
 
     def _cumulative(
@@ -357,6 +372,11 @@ class PrefixTracker:
                 else self._counter.tools_tokens(model, tools, has_system)
             )
         return self._tools_tokens[key]
+
+
+def _reply_digest(message: Mapping[str, Any]) -> bytes:
+    # A digest, not the reply itself: what a fleet's shared state carries holds no content.
+    return hashlib.blake2b(repr(reply_key(message)).encode(), digest_size=16).digest()
 
 
 def common_prefix_length(previous: Sequence[bytes], current: Sequence[bytes]) -> int:

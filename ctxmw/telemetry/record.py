@@ -10,6 +10,7 @@ import inspect
 import json
 import logging
 import os
+import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
@@ -30,6 +31,7 @@ __all__ = [
     "ledger_line",
     "ledger_path",
     "log_record",
+    "printable",
 ]
 
 CallHook = Callable[["CallRecord"], "Awaitable[None] | None"]
@@ -78,6 +80,9 @@ class CallRecord:
             the payload carried none.
         prompt_cache_key: the ``prompt_cache_key`` the call sent (None when none was sent).
         alerts: the alert rules this call made fire (see :mod:`ctxmw.telemetry.alerts`).
+        readback: ctxmw made this call itself, to go on past a reply that only read back
+            (``ctxmw_expand``): one more call at the same call point, its prompt the previous
+            call's plus that reply and the answers.
     """
 
     ts: str
@@ -110,6 +115,7 @@ class CallRecord:
     cache_marks: tuple[CacheMark, ...] | None = None
     prompt_cache_key: str | None = None
     alerts: tuple[Alert, ...] = ()
+    readback: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         """The ledger object (JSON-ready: tuples become lists)."""
@@ -149,17 +155,24 @@ def _copied(value: Any) -> Any:
 
 
 def ledger_path(save_file: str | os.PathLike[str]) -> Path:
-    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.ledger.jsonl``.
-
-    Only the last extension is replaced (``a.b.jsonl`` -> ``a.b.ledger.jsonl``; ``agent`` ->
-    ``agent.ledger.jsonl``).
-    """
+    """The ledger beside a save_file: ``dir/agent.jsonl`` -> ``dir/agent.jsonl.ledger.jsonl``
+    (the whole file name, then ``.ledger.jsonl``)."""
     return Beside.of(save_file).ledger
 
 
+def printable(text: str) -> str:
+    """``text`` safe for a log line or a terminal: each character that is not printable (a
+    control character, an escape sequence's start, a line break, a lone surrogate) written as
+    its Python escape (``\\x1b``, ``\\n``, ``\\ud800``); printable text, any script, as it is."""
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | None = None) -> None:
-    """One INFO line: the call, reported against expected cache reads, the session's hit rate so
-    far and the bust if any; then one WARNING line per alert the call fired.
+    """One INFO line: the call (``readback`` after its number when ctxmw made it past a reply
+    that only read back), reported against expected cache reads, the session's hit rate so far
+    and the bust if any; then one WARNING line per alert the call fired.
 
     ``~`` after the prompt marks token figures the provider did not report (a local count:
     no usage, or a ``mock_response``'s made-up one); ``read=null``: no cache reads reported.
@@ -176,9 +189,10 @@ def log_record(logger: logging.Logger, record: CallRecord, hit_rate: float | Non
         "ctxmw call %d%s session=%s model=%s prompt=%d%s read=%s expected=%d prefix_local=%d "
         "hit=%s so far rule=%s%s",
         record.call,
-        f" round {record.round}" if record.round else "",
-        record.session,
-        record.model,
+        (f" round {record.round}" if record.round else "")
+        + (" readback" if record.readback else ""),
+        printable(record.session),
+        printable(record.model),
         record.prompt_tokens,
         "~" if record.usage_estimated else "",
         "null" if record.cache_read_tokens is None else record.cache_read_tokens,
@@ -237,12 +251,23 @@ class LedgerWriter:
         if self._lock is None:
             self._lock = anyio.Lock()
         async with self._lock:
-            await anyio.to_thread.run_sync(self._append, data)
+            await anyio.to_thread.run_sync(self.append_now, data)
 
     def append_now(self, data: bytes) -> None:
         """Worker thread: append whole :func:`ledger_line` lines, for a caller folding the
-        ledger into a trip of its own (the runtime's after-call write)."""
-        self._append(data)
+        ledger into a trip of its own (the runtime's after-call write).
+
+        A ledger that cannot be written never fails the call: the first failure in a folder
+        logs one WARNING naming the file, the reason and :meth:`advice`; later ones are silent.
+        """
+        try:
+            self._append(data)
+        except OSError as exc:
+            _unwritable(self.path, exc, self.advice())
+
+    def advice(self) -> str:
+        """What to do when the ledger cannot be written (the end of its one warning)."""
+        return "Free disk space or fix the folder's permissions; the save_file is not affected."
 
     def _append(self, data: bytes) -> None:
         path = self.path
@@ -252,6 +277,26 @@ class LedgerWriter:
             if size and handle.seek(size - 1) >= 0 and handle.read(1) != b"\n":
                 data = b"\n" + data
             write_all(handle.fileno(), data)  # a full disk raises, never loops
+
+
+_warned: set[Path] = set()  # folders whose ledger failed, warned about once per process
+_warned_guard = threading.Lock()
+
+
+def _unwritable(path: Path, exc: OSError, advice: str) -> None:
+    with _warned_guard:
+        if path.parent in _warned:
+            return
+        _warned.add(path.parent)
+    reason = exc.strerror if exc.strerror else str(exc)
+    logging.getLogger("ctxmw").warning(
+        "ctxmw cannot write the telemetry ledger %s (%s); calls go on unrecorded, and further "
+        "failures in %s are not logged. %s",
+        path,
+        reason,
+        path.parent,
+        advice,
+    )
 
 
 def _owner_only(path: str, flags: int) -> int:

@@ -74,7 +74,7 @@ class CallRecorder:
 
     Args:
         session: the session id (the save_file path, or an explicit ``session=`` id).
-        save_file: when given, records are appended to ``<stem>.ledger.jsonl`` beside it.
+        save_file: when given, records are appended to ``<save_file>.ledger.jsonl`` beside it.
         ledger: without a save_file, a ledger file of its own (the default ledger, see
             :mod:`ctxmw.telemetry.default_ledger`): owner-only, rotated at the
             ``ledger_max_bytes`` setting.
@@ -165,6 +165,7 @@ class CallRecorder:
         round: int = 0,
         stream: object | None = None,
         kind: str = "agent",
+        readback: bool = False,
         hold_ledger: bool = False,
     ) -> CallRecord:
         """Measure one finished call, deliver the record to every sink, and return it.
@@ -182,6 +183,7 @@ class CallRecorder:
             stream: the consumed litellm stream object, for streamed calls.
             kind: ``"agent"``, or ``"summary"`` for a strategy's own call: measured against
                 the previous agent call, it is not what the next agent call is measured against.
+            readback: ctxmw's call past a reply that only read back; measured as a summary is.
             hold_ledger: build the ledger line but leave it for :meth:`take_held` (a
                 caller that writes it in a worker-thread trip of its own) instead of a trip here.
         """
@@ -196,7 +198,7 @@ class CallRecorder:
                 latency_s,
                 round,
                 stream,
-                kind,
+                (kind, readback),
             )
         _log_record(self.logger, record, self.hit_rate)
         if self.hooks or self._otel:
@@ -232,6 +234,7 @@ class CallRecorder:
             "seen": self._seen,
             "calls": self._calls,
             "hits": list(self._hits),
+            "alerts": self._alerts.export(),
         }
 
     def restore_state(self, data: Mapping[str, Any]) -> None:
@@ -241,10 +244,9 @@ class CallRecorder:
         self._shape = None if shape is None else shape_from_json(shape)
         self._seen = int(data.get("seen", 0))
         self._calls = int(data.get("calls", 0))
-        hits = data.get("hits")
-        self._hits = (
-            (int(hits[0]), int(hits[1])) if isinstance(hits, list) and len(hits) == 2 else (0, 0)
-        )
+        hits = data.get("hits") or [0, 0]
+        self._hits = (int(hits[0]), int(hits[1]))
+        self._alerts.restore(data.get("alerts"))
 
     async def _build(
         self,
@@ -257,7 +259,7 @@ class CallRecorder:
         latency_s: float,
         round: int,
         stream: object | None,
-        kind: str = "agent",
+        kinds: tuple[str, bool] = ("agent", False),
     ) -> tuple[CallRecord, bytes]:
         """The call's record and its ledger line (empty without a ledger).
 
@@ -270,7 +272,7 @@ class CallRecorder:
         messages, tools = _as_list(kw.get("messages")), kw.get("tools") or None
         provider = provider_of(model, kw)
         rule = resolve_rule(self.settings.cache_rule, model, provider, endpoint(kw))
-        side = kind != "agent"
+        side = kinds != ("agent", False)  # a summary, a read-back: against the last agent call
         shape = PendingShape(
             self._digests, self._tracker.tools_digest(tools), transcript, trace, side=side
         )
@@ -282,7 +284,7 @@ class CallRecorder:
         if not side:
             self._shape = shape
         facts = CallFacts(
-            self.session, self._calls, round, model, provider, rule, kind, latency_s, key
+            self.session, self._calls, round, model, provider, rule, *kinds, latency_s, key
         )
         record = call_record(
             facts,

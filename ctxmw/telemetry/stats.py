@@ -20,6 +20,7 @@ from ctxmw._files import Beside
 from ctxmw.errors import UsageError
 from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.telemetry.plot import pyplot
+from ctxmw.telemetry.record import printable
 
 __all__ = [
     "TABLE_WIDTH",
@@ -177,7 +178,7 @@ def format_table(stats: Sequence[SessionStats], width: int = TABLE_WIDTH) -> str
     for s in stats:
         if s.busts:
             causes = ", ".join(f"{label} x{n}" for label, n in s.busts.most_common())
-            text = f"busts {s.session} {s.model}: {causes}"
+            text = f"busts {printable(s.session)} {printable(s.model)}: {causes}"
             lines += textwrap.wrap(text, width, subsequent_indent="  ", break_on_hyphens=False)
     return "\n".join(line.rstrip() for line in lines)
 
@@ -252,8 +253,8 @@ def _nan(value: Any) -> float:
 
 def _row(s: SessionStats) -> tuple[str, ...]:
     return (
-        s.session,
-        s.model,
+        printable(s.session),
+        printable(s.model),
         f"{s.calls:,}",
         f"{s.prompt_tokens:,}",
         "null" if s.cache_read_tokens is None else f"{s.cache_read_tokens:,}",

@@ -88,7 +88,8 @@ async def test_an_aligned_summary_reads_at_least_nine_tenths_of_its_prompt_from_
         f"{records[0].prompt_tokens} tokens"
     )
     assert fraction >= 0.9
-    ledger = [json.loads(x) for x in (tmp_path / "agent.ledger.jsonl").read_text().splitlines()]
+    lines = (tmp_path / "agent.jsonl.ledger.jsonl").read_text().splitlines()
+    ledger = [json.loads(x) for x in lines]
     assert [e["kind"] for e in ledger] == kinds
 
 

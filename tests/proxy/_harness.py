@@ -77,6 +77,7 @@ class Upstream:
         messages = body.get("messages") or []
         with self._lock:
             self.requests.append(body)
+            reply_id = f"chatcmpl-{len(self.requests)}"  # names this request: requests[n - 1]
             hold = self._hold.is_set()
             self._hold.clear()
             prompt, cached, digest = 0, 0, hashlib.sha256()
@@ -96,10 +97,7 @@ class Upstream:
             self.held.set()
             self._release.wait(timeout=120)
         answer = chat_completion(
-            prompt,
-            cached,
-            reply_id=f"chatcmpl-{len(self.requests)}",
-            model=body.get("model", "fake-model"),
+            prompt, cached, reply_id=reply_id, model=body.get("model", "fake-model")
         )
         if not self.cache_figures:  # most self-hosted servers report no cache reads at all
             del answer["usage"]["prompt_tokens_details"]
@@ -127,10 +125,10 @@ def _handler(upstream: Upstream) -> type[BaseHTTPRequestHandler]:
     return Handler
 
 
-def reply(handler: BaseHTTPRequestHandler, out: bytes, kind: str) -> None:
-    """Answer 200 with ``out`` (of content type ``kind``) to a loopback upstream's request."""
+def reply(handler: BaseHTTPRequestHandler, out: bytes, kind: str, status: int = 200) -> None:
+    """Answer a loopback upstream's request: ``status``, with ``out`` of content type ``kind``."""
     try:
-        handler.send_response(200)
+        handler.send_response(status)
         handler.send_header("content-type", kind)
         handler.send_header("content-length", str(len(out)))
         handler.end_headers()

@@ -1,12 +1,14 @@
-"""A loopback provider for the proxy's other routes: Anthropic's ``/v1/messages`` and OpenAI's
-``/v1/responses``, each answering in its own format (JSON, or server-sent events with
-``stream``) and checking every request by that API's own rules (:mod:`tests._route_formats`).
+"""A loopback provider of three APIs: OpenAI's ``/v1/chat/completions`` and ``/v1/responses``
+and Anthropic's ``/v1/messages``, each answering in its own format (JSON, or server-sent events
+with ``stream``) and as strict as the real one: a request its API would refuse (a top-level
+field the API does not have, metadata it does not take, a broken tool pairing: see
+:mod:`tests._route_formats`) is answered 400 with the reasons, in that API's error format.
 
-The scripted model calls one tool per turn: ``/v1/messages`` answers round ``n`` (the number
-of tool results in the request) with :func:`~tests._route_formats.anthropic_turn`, and
-``/v1/responses`` with :func:`~tests._route_formats.responses_turn`. Responses are stored by
-id, so a ``previous_response_id`` chain is resolved and checked whole. Usage reports cache
-reads the way a prefix cache does: the longest prefix of earlier requests, by message (item).
+The scripted model answers every request with a line of text and one tool call, whose id names
+the request (``call_<n>``, ``toolu_<n>``: the ``n``-th request this upstream received). Usage
+reports cache reads the way a prefix cache does: the longest prefix of earlier requests, by
+message (item), four bytes a token; :attr:`RouteUpstream.reported` keeps what each answer said.
+Responses are stored by id, so a ``previous_response_id`` chain is resolved and checked whole.
 """
 
 from __future__ import annotations
@@ -16,18 +18,29 @@ import json
 import threading
 import time
 from collections.abc import Sequence
+from functools import partial
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, NamedTuple
 
 from tests._route_formats import (
     anthropic_problems,
-    anthropic_turn,
+    chat_problems,
+    field_problems,
     responses_problems,
-    responses_turn,
 )
 from tests.proxy._harness import reply
 
-__all__ = ["RouteUpstream"]
+__all__ = ["OUTPUT_TOKENS", "Reported", "RouteUpstream"]
+
+OUTPUT_TOKENS = 20
+
+
+class Reported(NamedTuple):
+    """What one answer reported: prompt tokens (cached ones included), cache reads, output."""
+
+    prompt: int
+    cached: int
+    completion: int
 
 
 class RouteUpstream:
@@ -35,12 +48,14 @@ class RouteUpstream:
 
     Attributes:
         requests: ``(path, body)`` of every request, in order.
-        problems: per request, what its API would have refused (empty lists when valid).
+        problems: per request, what its API refused (empty lists when it answered 200).
+        reported: per request, the usage its answer reported (None when refused).
     """
 
     def __init__(self) -> None:
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.problems: list[list[str]] = []
+        self.reported: list[Reported | None] = []
         self._stored: dict[str, list[Any]] = {}  # response id -> the chain's items, output too
         self._seen: set[bytes] = set()
         self._lock = threading.Lock()
@@ -62,20 +77,42 @@ class RouteUpstream:
         """The request bodies sent to ``path``, in order."""
         return [body for p, body in self.requests if p == path]
 
-    def answer(self, path: str, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-        """The response to one request, and its stream events."""
+    def answer(self, path: str, body: dict[str, Any]) -> tuple[int, dict[str, Any], list[Any]]:
+        """The status, response and stream events of one request."""
         with self._lock:
+            n = len(self.requests)
             self.requests.append((path, body))
-            if path.endswith("/messages"):
-                self.problems.append(anthropic_problems(body))
-                return self._message(body)
-            previous = body.get("previous_response_id")
-            items = [*self._stored.get(str(previous), []), *body["input"]]
-            if previous and previous not in self._stored:
-                self.problems.append([f"unknown previous_response_id {previous!r}"])
+            api = _api(path)
+            problems = field_problems(api, body)
+            if api == "chat":
+                units, answer = body.get("messages") or [], _chat
+                problems += chat_problems(units)
+            elif api == "messages":
+                units, answer = [body.get("system"), *(body.get("messages") or [])], _message
+                problems += anthropic_problems(body)
             else:
-                self.problems.append(responses_problems(items))
-            return self._response(body, items)
+                items = self._chain(body, problems)
+                units = [body.get("instructions"), *items]
+                answer = partial(self._response, items=items)
+            self.problems.append(problems)
+            if problems:
+                self.reported.append(None)
+                return 400, _error(api, problems), []
+            usage = Reported(*self._cached(units), OUTPUT_TOKENS)
+            self.reported.append(usage)
+            response, events = answer(n, body, usage)
+            return 200, response, events
+
+    def _chain(self, body: dict[str, Any], problems: list[str]) -> list[Any]:
+        given = body.get("input")
+        items = given if isinstance(given, list) else [{"role": "user", "content": given}]
+        previous = body.get("previous_response_id")
+        if previous and previous not in self._stored:
+            problems.append(f"unknown previous_response_id {previous!r}")
+            return items
+        chained = [*self._stored.get(str(previous), []), *items]
+        problems += responses_problems(chained)
+        return chained
 
     def _cached(self, units: Sequence[Any]) -> tuple[int, int]:
         """(prompt tokens, tokens of the longest prefix seen before), four bytes a token."""
@@ -92,31 +129,17 @@ class RouteUpstream:
             self._seen.add(digest.digest())
         return prompt, cached
 
-    def _message(self, body: dict[str, Any]) -> tuple[dict[str, Any], list[Any]]:
-        n = sum(
-            1
-            for m in body.get("messages") or []
-            if isinstance(m.get("content"), list)
-            for b in m["content"]
-            if b.get("type") == "tool_result"
-        )
-        prompt, cached = self._cached([body.get("system"), *(body.get("messages") or [])])
-        turn = anthropic_turn(n)
-        usage = {
-            "input_tokens": prompt - cached,
-            "output_tokens": 20,
-            "cache_read_input_tokens": cached,
-            "cache_creation_input_tokens": 0,
-        }
-        message = {"id": f"msg_{len(self.requests)}", "type": "message", "model": body["model"]}
-        message |= {**turn, "stop_reason": "tool_use", "stop_sequence": None, "usage": usage}
-        return message, _message_events(message)
-
-    def _response(self, body: dict[str, Any], items: list[Any]) -> tuple[dict[str, Any], list[Any]]:
-        n = sum(1 for item in items if item.get("type") == "function_call_output")
-        prompt, cached = self._cached([body.get("instructions"), *items])
-        output = responses_turn(n)
-        response_id = f"resp_{len(self.requests)}"
+    def _response(
+        self, n: int, body: dict[str, Any], usage: Reported, *, items: list[Any]
+    ) -> tuple[dict[str, Any], list[Any]]:
+        text = {"type": "output_text", "text": _text(n), "annotations": []}
+        message = {"type": "message", "id": f"msg_{n}", "status": "completed"}
+        call = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}"}
+        output = [
+            {**message, "role": "assistant", "content": [text]},
+            {**call, "name": "read_file", "arguments": json.dumps(_arguments(n))},
+        ]
+        response_id = f"resp_{n}"
         self._stored[response_id] = [*items, *output]
         response = {
             "id": response_id,
@@ -129,39 +152,110 @@ class RouteUpstream:
             "tool_choice": "auto",
             "tools": [],
             "usage": {
-                "input_tokens": prompt,
-                "output_tokens": 20,
-                "total_tokens": prompt + 20,
-                "input_tokens_details": {"cached_tokens": cached},
+                "input_tokens": usage.prompt,
+                "output_tokens": usage.completion,
+                "total_tokens": usage.prompt + usage.completion,
+                "input_tokens_details": {"cached_tokens": usage.cached},
                 "output_tokens_details": {"reasoning_tokens": 0},
             },
         }
         events = [
             {"type": "response.created", "response": {**response, "status": "in_progress"}},
             *(
-                {"type": "response.output_item.done", "output_index": i, "item": item}
+                event
                 for i, item in enumerate(output)
+                for event in (
+                    {"type": "response.output_item.added", "output_index": i, "item": item},
+                    {"type": "response.output_item.done", "output_index": i, "item": item},
+                )
             ),
             {"type": "response.completed", "response": response},
         ]
         return response, [{**e, "sequence_number": i} for i, e in enumerate(events)]
 
 
-def _message_events(message: dict[str, Any]) -> list[Any]:
-    start = {**message, "content": [], "stop_reason": None}
+def _api(path: str) -> str:
+    if path.endswith("/chat/completions"):
+        return "chat"
+    return "messages" if path.endswith("/messages") else "responses"
+
+
+def _text(n: int) -> str:
+    return f"Reading file {n}."
+
+
+def _arguments(n: int) -> dict[str, Any]:
+    return {"path": f"src/module_{n}.py", "reason": "look for the bug " * 8}
+
+
+def _error(api: str, problems: list[str]) -> dict[str, Any]:
+    message = "; ".join(problems)
+    if api == "messages":
+        return {"type": "error", "error": {"type": "invalid_request_error", "message": message}}
+    return {"error": {"message": message, "type": "invalid_request_error", "param": None}}
+
+
+def _chat(n: int, body: dict[str, Any], usage: Reported) -> tuple[dict[str, Any], list[Any]]:
+    call = {"id": f"call_{n}", "type": "function"}
+    call["function"] = {"name": "read_file", "arguments": json.dumps(_arguments(n))}
+    message = {"role": "assistant", "content": _text(n), "tool_calls": [call]}
+    chat_usage = {
+        "prompt_tokens": usage.prompt,
+        "completion_tokens": usage.completion,
+        "total_tokens": usage.prompt + usage.completion,
+        "prompt_tokens_details": {"cached_tokens": usage.cached},
+    }
+    head = {"id": f"chatcmpl-{n}", "created": int(time.time()), "model": body["model"]}
+    choice = {"index": 0, "message": message, "finish_reason": "tool_calls"}
+    response = {**head, "object": "chat.completion", "choices": [choice], "usage": chat_usage}
+    chunk = {**head, "object": "chat.completion.chunk"}
+    deltas = [
+        {"role": "assistant", "content": _text(n)},
+        {"tool_calls": [{"index": 0, **call}]},
+    ]
+    events = [{**chunk, "choices": [{"index": 0, "delta": d}]} for d in deltas]
+    events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
+    if (body.get("stream_options") or {}).get("include_usage"):  # as OpenAI: only when asked
+        events.append({**chunk, "choices": [], "usage": chat_usage})
+    return response, events
+
+
+def _message(n: int, body: dict[str, Any], usage: Reported) -> tuple[dict[str, Any], list[Any]]:
+    use = {"type": "tool_use", "id": f"toolu_{n:04d}", "name": "read_file", "input": _arguments(n)}
+    message_usage = {
+        "input_tokens": usage.prompt - usage.cached,
+        "output_tokens": usage.completion,
+        "cache_read_input_tokens": usage.cached,
+        "cache_creation_input_tokens": 0,
+    }
+    message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"]}
+    message |= {"content": [{"type": "text", "text": _text(n)}, use], "stop_reason": "tool_use"}
+    message |= {"stop_sequence": None, "usage": message_usage}
+    start = {**message, "content": [], "stop_reason": None, "usage": {**message_usage}}
+    start["usage"]["output_tokens"] = 1
     events: list[Any] = [{"type": "message_start", "message": start}]
-    for i, block in enumerate(message["content"]):
-        events.append({"type": "content_block_start", "index": i, "content_block": block})
-        events.append({"type": "content_block_stop", "index": i})
+    blocks = [
+        ({"type": "text", "text": ""}, {"type": "text_delta", "text": _text(n)}),
+        (
+            {**use, "input": {}},
+            {"type": "input_json_delta", "partial_json": json.dumps(use["input"])},
+        ),
+    ]
+    for i, (block, delta) in enumerate(blocks):
+        events += [
+            {"type": "content_block_start", "index": i, "content_block": block},
+            {"type": "content_block_delta", "index": i, "delta": delta},
+            {"type": "content_block_stop", "index": i},
+        ]
     events += [
         {
             "type": "message_delta",
             "delta": {"stop_reason": "tool_use", "stop_sequence": None},
-            "usage": {"output_tokens": message["usage"]["output_tokens"]},
+            "usage": {"output_tokens": usage.completion},
         },
         {"type": "message_stop"},
     ]
-    return events
+    return message, events
 
 
 def _handler(upstream: RouteUpstream) -> type[BaseHTTPRequestHandler]:
@@ -171,17 +265,21 @@ def _handler(upstream: RouteUpstream) -> type[BaseHTTPRequestHandler]:
         def do_POST(self) -> None:
             length = int(self.headers.get("content-length") or 0)
             body = json.loads(self.rfile.read(length) or b"{}")
-            answer, events = upstream.answer(self.path, body)
-            if body.get("stream"):
-                out = b"".join(
-                    f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events
-                )
-                kind = "text/event-stream"
+            status, answer, events = upstream.answer(self.path, body)
+            if status == 200 and body.get("stream"):
+                kind, out = "text/event-stream", _sse(_api(self.path), events)
             else:
-                out, kind = json.dumps(answer).encode(), "application/json"
-            reply(self, out, kind)
+                kind, out = "application/json", json.dumps(answer).encode()
+            reply(self, out, kind, status)
 
         def log_message(self, format: str, *args: Any) -> None:
             pass
 
     return Handler
+
+
+def _sse(api: str, events: list[Any]) -> bytes:
+    if api == "chat":
+        data = b"".join(b"data: " + json.dumps(e).encode() + b"\n\n" for e in events)
+        return data + b"data: [DONE]\n\n"
+    return b"".join(f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events)

@@ -1,9 +1,17 @@
-"""A real LiteLLM Proxy with ctxmw serving ``/v1/messages`` and ``/v1/responses``: long agent
-conversations in each API's own format, against a loopback provider of that format.
+"""A real LiteLLM Proxy with ctxmw serving its three routes against every kind of deployment.
 
-Each checks what the provider received (valid by its API's rules, shortened, prefix-stable:
-the prompts the in-process hook computes for the same conversation) and that the replica's
-ledger recorded every call of the conversation, with the cache reads the provider reported.
+One replica, one loopback provider of all three APIs (as strict as the real ones: see
+:mod:`tests.proxy._route_upstream`), three deployments on it: ``openai/`` (an OpenAI-compatible
+server with the Responses API), ``anthropic/``, and ``llamafile/`` (a self-hosted chat-only
+server: LiteLLM translates ``/v1/messages`` and ``/v1/responses`` to chat for it).
+
+- The route matrix: every route x every deployment x streamed or not, an agent continuing its
+  conversation from the answers it gets; what the provider received is valid by its API's
+  rules and shortened, and the ledger line of each call carries the usage and cache reads the
+  provider reported.
+- Two long agent conversations on the native deployments (120 calls each, in Anthropic's and
+  in the Responses format): valid, shortened, the prompts the in-process hook computes for the
+  same conversation, every call in the ledger.
 """
 
 from __future__ import annotations
@@ -18,15 +26,29 @@ import httpx
 import pytest
 import yaml
 
+from tests._fleet_convo import FLEET_SETTINGS
 from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
 from tests._proxy_routes import ANTHROPIC, RESPONSES, make_hook, send
-from tests._route_formats import anthropic_request, responses_output, responses_request
+from tests._route_formats import (
+    anthropic_request,
+    output_text,
+    responses_output,
+    responses_request,
+)
 from tests.proxy._harness import MASTER_KEY, Replica
+from tests.proxy._route_clients import CLIENTS
 from tests.proxy._route_upstream import RouteUpstream
 
 pytestmark = pytest.mark.proxy
 
 CALLS = 120
+ROUNDS = 10
+MATRIX = {
+    "openai": "openai/gpt-4o",
+    "anthropic": ANTHROPIC[1],
+    "chat-only": "llamafile/local-model",
+}
+"""The matrix's deployments, each its own model group (named by its kind) on the upstream."""
 
 
 class Served:
@@ -48,14 +70,26 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     folder = tmp_path_factory.mktemp("routes")
     upstream = RouteUpstream()
     ledger = folder / "replica.ledger.jsonl"
+
+    def _api_base(model: str) -> str:  # Anthropic's client adds /v1 itself
+        return upstream.base if model.startswith("anthropic/") else f"{upstream.base}/v1"
+
     config = {
         "model_list": [
             _deployment("claude", ANTHROPIC[1], upstream.base),
             _deployment("gpt", RESPONSES[1], f"{upstream.base}/v1"),
+            *(_deployment(kind, model, _api_base(model)) for kind, model in MATRIX.items()),
         ],
         "general_settings": {"master_key": MASTER_KEY},
         "litellm_settings": {"callbacks": ["ctxmw.proxy.hook"]},
-        "ctxmw": {"ledger": str(ledger), "replica": "replica", "settings": SHORTENING_TIERS},
+        "ctxmw": {
+            "ledger": str(ledger),
+            "replica": "replica",
+            "settings": SHORTENING_TIERS,
+            # The matrix's conversations are short: tiers that shorten within a few calls,
+            # whatever the model's prices (the default strategy weighs them).
+            "models": dict.fromkeys(MATRIX, FLEET_SETTINGS),
+        },
     }
     path = folder / "config.yaml"
     path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
@@ -71,6 +105,38 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
 def _deployment(name: str, model: str, api_base: str) -> dict[str, Any]:
     params = {"model": model, "api_base": api_base, "api_key": "upstream-needs-no-key"}
     return {"model_name": name, "litellm_params": params}
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+@pytest.mark.parametrize("deployment", MATRIX)
+@pytest.mark.parametrize("route", CLIENTS)
+def test_a_route_in_front_of_a_deployment(
+    served: Served, route: str, deployment: str, stream: bool
+) -> None:
+    client = CLIENTS[route]()
+    session = f"{route}-{deployment}-{'streamed' if stream else 'whole'}"
+    start = len(served.upstream.requests)
+    for _ in range(ROUNDS):
+        body = {"model": deployment, **client.body(), "stream": stream}
+        response = served.post(client.path, body, session)
+        assert response.status_code == 200, response.text
+        client.continue_from(response, stream)
+    assert served.upstream.problems[start:] == [[]] * ROUNDS  # one valid call per request
+    _, last = served.upstream.requests[-1]
+    assert _whole_outputs(last) < ROUNDS - 1  # the client sent ROUNDS - 1 of them whole
+    records = served.ledger(session)
+    assert [r["round"] for r in records] == list(range(ROUNDS))
+    recorded = [
+        (r["prompt_tokens"], r["cache_read_tokens"], r["completion_tokens"]) for r in records
+    ]
+    assert recorded == served.upstream.reported[start:]  # what the provider's answers said
+    assert sum(r.cached for r in served.upstream.reported[start:] if r) > 0
+
+
+def _whole_outputs(body: dict[str, Any]) -> int:
+    """How many of the client's tool outputs ``body`` holds whole (in any API's format)."""
+    sent = json.dumps(body)
+    return sum(json.dumps(output_text(i))[1:-1] in sent for i in range(ROUNDS))
 
 
 def test_a_long_claude_code_conversation_on_v1_messages(served: Served) -> None:
@@ -112,10 +178,14 @@ def test_a_long_codex_conversation_on_v1_responses_and_a_chained_turn(served: Se
     # A turn that continues the provider's stored response sends only its new items.
     first = served.post("/v1/responses", {"model": "gpt", **responses_request(0)}, "chain")
     chained = {"model": "gpt", "previous_response_id": first.json()["id"]}
-    chained["input"] = [responses_output(0)]
+    call = next(item for item in first.json()["output"] if item["type"] == "function_call")
+    chained["input"] = [{**responses_output(0), "call_id": call["call_id"]}]
+    chained["metadata"] = {"ctxmw": {"epoch_size": 2}, "purpose": "a chained turn"}
+    chained["extra_body"] = {"metadata": {"ctxmw": {"epoch_size": 2}}}
     assert served.post("/v1/responses", chained, "chain").status_code == 200
-    assert served.upstream.problems[-1] == []
+    assert served.upstream.problems[-1] == []  # metadata.ctxmw would be refused (not a string)
     assert served.upstream.requests[-1][1]["input"] == chained["input"]
+    assert served.upstream.requests[-1][1]["metadata"] == {"purpose": "a chained turn"}
 
 
 async def _in_process(route: tuple[str, str], bodies: list[dict[str, Any]]) -> list[Any]:

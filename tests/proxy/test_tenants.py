@@ -12,6 +12,7 @@ import json
 from collections.abc import Iterator
 from typing import Any
 
+import anyio
 import httpx
 import pytest
 
@@ -143,6 +144,55 @@ def test_a_tenants_options_are_refused_and_nothing_goes_upstream(
         assert refused.status_code == 400, refused.text
         assert "does not let a tenant set" in refused.text
     assert len(fleet.upstream.requests) == before
+
+
+PAIRS = 20
+
+
+def test_two_tenants_sharing_a_call_id_at_once_each_send_their_own_conversation(
+    fleet: Fleet,
+) -> None:
+    """Pairs of requests in flight at once on one replica, one of each team per pair, both
+    with the same client-set ``x-litellm-call-id``: each goes upstream with its own
+    conversation (the upstream's reply id names the request it answered)."""
+    answers = anyio.run(_pairs_at_once, fleet.replicas[0].url)
+    assert [status for status, _, _ in answers] == [200] * 2 * PAIRS
+    swapped = [
+        (tag, reply)
+        for _, tag, reply in answers
+        if _system_sent(fleet, reply) != history(0, tag)[0]["content"]
+    ]
+    assert swapped == []
+
+
+async def _pairs_at_once(url: str) -> list[tuple[int, str, str]]:
+    answers: list[tuple[int, str, str]] = []
+    limits = httpx.Limits(max_connections=2 * PAIRS)
+    async with httpx.AsyncClient(timeout=300, limits=limits) as client:
+
+        async def one(pair: int, team: str) -> None:
+            tag = f" of {team}, pair {pair}"
+            session = f"pair-{pair}"  # the same id in each team's own scope
+            body = {"model": "agent", "messages": history(6, tag), "litellm_session_id": session}
+            headers = {
+                "Authorization": f"Bearer {TENANT_KEYS[team]}",
+                "x-litellm-call-id": f"shared-{pair}",
+            }
+            got = await client.post(f"{url}/v1/chat/completions", json=body, headers=headers)
+            reply = got.json().get("id", "") if got.status_code == 200 else got.text
+            answers.append((got.status_code, tag, reply))
+
+        async with anyio.create_task_group() as group:
+            for pair in range(PAIRS):
+                for team in TENANT_KEYS:
+                    group.start_soon(one, pair, team)
+    return answers
+
+
+def _system_sent(fleet: Fleet, reply_id: str) -> str:
+    """The system message of the upstream request whose answer has ``reply_id``."""
+    index = int(reply_id.removeprefix("chatcmpl-")) - 1
+    return str(fleet.upstream.requests[index]["messages"][0]["content"])
 
 
 def test_no_exception_in_the_replicas_logs(fleet: Fleet) -> None:
