@@ -6,7 +6,7 @@ Not a test: run ``python benchmarks/bench_economics.py [--quick]``. Every figure
 two costs measured in the same run (replayed with ``ctxmw.replay``, litellm's prices of
 ``--model``), so it means the same on any machine.
 
-The generator (see ``docs/economics.md``): session lengths on a log grid from 20 to
+The generator (see ``docs/design/economics.md``): session lengths on a log grid from 20 to
 1,000 tool calls; per session, a head (system prompt and tool definitions) of 2k, 20k or 60k
 characters (a bare agent, a framework agent, a Claude Code-like prompt); tool outputs lognormal
 with a median of about 250 characters and a log-sd of 1.4-2.0, capped at 60,000 characters;

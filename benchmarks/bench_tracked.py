@@ -4,8 +4,8 @@ Run: ``.venv/bin/python benchmarks/bench_tracked.py``.
 
 Every full (generation 2) gc pass walks every live tracked container; with a thousand sessions in
 one process each object a session keeps (or a call holds at its awaits) is walked a thousand
-times per pass (see ``docs/performance.md``). This prints, each measured after ``gc.collect()``
-and not counting the transcript's own objects, the settings or the logger:
+times per pass (see ``docs/design/performance.md``). This prints, each measured after
+``gc.collect()`` and not counting the transcript's own objects, the settings or the logger:
 
 * what a finished ``Session`` keeps after five turns, and what a call parked at its model call
   holds beyond that;

@@ -28,6 +28,8 @@ litellm's own exceptions are never wrapped: they reach the caller unchanged.
 
 from __future__ import annotations
 
+import difflib
+
 __all__ = [
     "Aborted",
     "CompactionLossError",
@@ -65,16 +67,28 @@ class UnknownStrategyError(UsageError, LookupError):
     Attributes:
         name: the name that was asked for.
         registered: every name that is registered, sorted.
+        source: where the name came from (the ``prompt_strategies`` argument, the
+            ``CTXMW_PROMPT_STRATEGIES`` variable, a request's ``metadata["ctxmw"]``...).
     """
 
-    def __init__(self, name: str, registered: list[str]) -> None:
+    def __init__(
+        self, name: str, registered: list[str], source: str = "the prompt_strategies argument"
+    ) -> None:
         self.name = name
         self.registered = registered
+        self.source = source
+        valid = sorted([*registered, "none"])
+        close = difflib.get_close_matches(name, valid, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
         super().__init__(
-            f"Unknown prompt strategy {name!r}. Registered strategies: "
-            f"{', '.join(registered)}. Register your own with "
-            "@ctxmw.register_strategy(name) or pass a callable."
+            f"Unknown prompt strategy {name!r} in {source}.{hint} The valid names are: "
+            f"{', '.join(valid)}. Register your own with @ctxmw.register_strategy(name) or pass "
+            "a callable."
         )
+
+    def named_from(self, source: str) -> UnknownStrategyError:
+        """The same error, naming ``source`` as where the name came from."""
+        return UnknownStrategyError(self.name, self.registered, source)
 
 
 class InvalidTranscriptError(UsageError):

@@ -1,7 +1,7 @@
 """ctxmw inside LangChain: ChatLiteLLM (langchain-litellm) with a tool, two turns, offline.
 
-Run it with ``python examples/frameworks_langchain.py`` (needs ``pip install
-'ctxmw[frameworks]'``). A scripted OpenAI-compatible server on 127.0.0.1 plays the model; ctxmw's
+Run it with ``python examples/frameworks_langchain.py`` (needs ``pip install -e '.[frameworks]'`` in
+the ctxmw checkout). A scripted OpenAI-compatible server on 127.0.0.1 plays the model; ctxmw's
 options travel in ``model_kwargs={"metadata": {"ctxmw": ...}}``.
 """
 

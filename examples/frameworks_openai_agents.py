@@ -1,8 +1,9 @@
 """ctxmw inside openai-agents: a LitellmModel agent with a tool, two turns, offline.
 
-Run it with ``python examples/frameworks_openai_agents.py`` (needs ``pip install
-'ctxmw[frameworks]'``). A scripted OpenAI-compatible server on 127.0.0.1 plays the model; point
-``base_url`` at your own server (llama.cpp, vLLM, ...) or drop it for the provider's API.
+Run it with ``python examples/frameworks_openai_agents.py`` (needs ``pip install -e
+'.[frameworks]'`` in the ctxmw checkout). A scripted OpenAI-compatible server on 127.0.0.1 plays the
+model; point ``base_url`` at your own server (llama.cpp, vLLM, ...) or drop it for the provider's
+API.
 """
 
 from __future__ import annotations

@@ -7,7 +7,8 @@ Run it with ``python examples/sync_completion.py``. Three ways in:
    tools included), here against the shipped fake model;
 2. a synchronous agent loop that calls ``litellm.completion`` itself (as mini-swe-agent,
    smolagents and agno's ``Agent.run`` do), routed through ctxmw by ``ctxmw.patch_litellm()``,
-   against a scripted OpenAI-compatible server on 127.0.0.1: 60 tool calls with 4 KB results;
+   whose ``completion=`` puts the scripted model where the provider would be: 60 tool calls with
+   4 KB results;
 3. the same sync call made from inside a running event loop (a sync tool of an async agent):
    it runs on ctxmw's own loop thread, so it neither nests loops nor blocks forever.
 """
@@ -15,22 +16,18 @@ Run it with ``python examples/sync_completion.py``. Three ways in:
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import tempfile
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
 import anyio
-import anyio.from_thread
 
 import ctxmw  # before litellm's users: it keeps litellm offline (no remote cost-map fetch)
 
 # isort: split
 import litellm
 
-from ctxmw.demo.scripted import ScriptedProvider
 from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.testing import FakeCompletion, text, tool_calls
 
@@ -72,19 +69,14 @@ def with_python_tools(save_file: Path) -> None:
     print(f"ctxmw.completion: {reply.choices[0].message.content} model calls: {len(fake.calls)}")
 
 
-def sync_agent(base: str, save_file: Path) -> list[dict[str, Any]]:
+def sync_agent(save_file: Path) -> list[dict[str, Any]]:
     """A plain synchronous tool loop over ``litellm.completion``; returns its history."""
     messages: list[dict[str, Any]] = [{"role": "user", "content": "Find the error in the logs."}]
-    # The scripted server caches nothing: its cache alerts would only be noise here.
+    # The scripted model reports no cache: its cache alerts would only be noise here.
     options = {"ctxmw": {"save_file": str(save_file), "settings": {"alerts": False}}}
     for round_ in range(ROUNDS + 1):
         response = litellm.completion(
-            model="openai/scripted",
-            messages=messages,
-            tools=[READ_LOG],
-            api_base=base,
-            api_key="scripted",
-            metadata=options,
+            model="openai/gpt-4o", messages=messages, tools=[READ_LOG], metadata=options
         )
         message = response.choices[0].message.model_dump(exclude_none=True)
         messages.append(message)
@@ -98,28 +90,25 @@ def sync_agent(base: str, save_file: Path) -> list[dict[str, Any]]:
 
 
 def through_the_patch(save_file: Path) -> None:
-    server = ScriptedProvider(tool_rounds=ROUNDS)
-    with (
-        anyio.from_thread.start_blocking_portal() as portal,
-        portal.wrap_async_context_manager(_served(server)) as base,
-        ctxmw.patch_litellm(),
-    ):
-        history = sync_agent(base, save_file)
-    sent, had = len(json.dumps(server.prompts[-1])), len(json.dumps(history[:-1]))
-    valid = all(problems == [] for problems in server.problems)
-    print(f"sync agent: {len(server.requests)} model calls, every prompt valid: {valid}")
+    reads = [tool_calls(("read_log", {"path": f"/var/log/w{n}.log"})) for n in range(ROUNDS)]
+    model = FakeCompletion(*reads, text("A worker restarted; no data lost."))
+    with ctxmw.patch_litellm(completion=model):  # delete completion= to call the provider
+        history = sync_agent(save_file)
+    sent, had = len(json.dumps(model.prompts[-1])), len(json.dumps(history[:-1]))
+    valid = all(_valid(prompt) for prompt in model.prompts)
+    print(f"sync agent: {len(model.calls)} model calls, every prompt valid: {valid}")
     print(f"last prompt: {sent:,} characters sent, history {had:,}: {1 - sent / had:.0%} fewer")
     revisions = anyio.run(TranscriptFile(save_file).revisions)
     ledger = save_file.with_name(f"{save_file.name}.ledger.jsonl").read_text().splitlines()
     print(f"one transcript: {len(revisions.current)} messages; ledger: {len(ledger)} calls")
 
 
-@contextlib.asynccontextmanager
-async def _served(server: ScriptedProvider) -> AsyncIterator[str]:
-    """The scripted server on the portal's loop for the block's duration; yields its base URL."""
-    async with anyio.create_task_group() as tg:
-        yield await server.serve(tg)
-        tg.cancel_scope.cancel()
+def _valid(prompt: list[dict[str, Any]]) -> bool:
+    try:
+        ctxmw.validate(prompt)
+    except ctxmw.InvalidTranscriptError:
+        return False
+    return True
 
 
 def inside_a_running_loop(save_file: Path) -> None:

@@ -1,7 +1,10 @@
 """Shared fixtures: asyncio as the anyio backend, and no CTXMW_* variables leaking in.
 
-Also the opt-ins of the live tier (``tests/live``, tests marked ``live``: ``--live``) and of the
-fleet tier (``tests/proxy``, marked ``proxy``: ``--proxy``); without them those tests are skipped.
+Also the tiers. The default run is the fast suite, a new user's first minutes: tests marked
+``slow`` (long generated runs, the framework runs, the demo, property tests with many examples)
+are deselected, and run with ``--slow`` (or ``-m slow`` for them alone; ``.ci/run`` does that).
+The live tier (``tests/live``, marked ``live``: ``--live``) and the fleet tier (``tests/proxy``,
+marked ``proxy``: ``--proxy``) are skipped without their option.
 """
 
 from __future__ import annotations
@@ -39,12 +42,19 @@ hypothesis_settings.load_profile("ctxmw")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
+    parser.getgroup("ctxmw slow tier").addoption(
+        "--slow",
+        action="store_true",
+        help="also run the tests marked slow (deselected by default; .ci/run runs them with "
+        "-m slow)",
+    )
     group = parser.getgroup("ctxmw live tier")
     group.addoption(
         "--live",
         action="store_true",
-        help="run the tests marked live against a real prefix-caching server "
-        "(start one: bash ../shared/tools/local-llm.sh start)",
+        help="run the tests marked live against a real prefix-caching server: a llama.cpp "
+        "server of your own (--live-api-base), or one the project's CI tools start (bash "
+        "../shared/tools/local-llm.sh start, beside the clone)",
     )
     group.addoption(
         "--live-api-base",
@@ -73,6 +83,7 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    _deselect_slow(config, items)
     if not config.getoption("--proxy"):
         skip_proxy = pytest.mark.skip(reason="fleet tier: opt in with --proxy (the proxy extra)")
         for item in items:
@@ -81,11 +92,41 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     if config.getoption("--live"):
         return
     skip = pytest.mark.skip(
-        reason="live tier: opt in with --live (bash ../shared/tools/local-llm.sh start first)"
+        reason="live tier: opt in with --live and a llama.cpp server (your own, or one the "
+        "project's CI tools start: bash ../shared/tools/local-llm.sh start)"
     )
     for item in items:
         if "live" in item.keywords:
             item.add_marker(skip)
+
+
+def _wants_slow(config: pytest.Config) -> bool:
+    """``--slow``, or a ``-m`` expression that names the marker (``-m slow``, ``-m "slow and
+    not browser"``): the caller asked for the slow tier."""
+    return bool(config.getoption("--slow")) or "slow" in (config.getoption("markexpr") or "")
+
+
+def _deselect_slow(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if _wants_slow(config):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]
+        config.stash[_SLOW_DESELECTED] = len(slow)
+
+
+_SLOW_DESELECTED = pytest.StashKey[int]()
+
+
+def pytest_terminal_summary(
+    terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config
+) -> None:
+    deselected = config.stash.get(_SLOW_DESELECTED, 0)
+    if deselected:
+        terminalreporter.write_line(
+            f"{deselected} slow tests deselected: pytest --slow runs them too (.ci/run does)."
+        )
 
 
 @pytest.fixture

@@ -108,6 +108,33 @@ async def test_unknown_name_lists_the_registered_ones() -> None:
     assert info.value.registered == sorted(info.value.registered)
 
 
+async def test_an_unknown_name_from_the_variable_names_it_suggests_and_lists_none(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CTXMW_PROMPT_STRATEGIES", "shorten_tools_economic,cache_breakpoint")
+    with pytest.raises(UnknownStrategyError) as info:
+        await prepare_prompt(MSGS)
+    text = str(info.value)
+    assert info.value.source == "the CTXMW_PROMPT_STRATEGIES variable"
+    assert "'cache_breakpoint' in the CTXMW_PROMPT_STRATEGIES variable" in text
+    assert "Did you mean 'cache_breakpoints'?" in text
+    assert "none" in text.split("The valid names are: ")[1].split(". ")[0].split(", ")
+
+
+async def test_an_unknown_name_names_the_argument_or_the_setting_it_came_from() -> None:
+    with pytest.raises(UnknownStrategyError, match="in the prompt_strategies argument"):
+        await prepare_prompt(MSGS, "inbox,compcat")
+    with pytest.raises(UnknownStrategyError, match="in the prompt_strategies setting") as info:
+        await prepare_prompt(MSGS, settings={"prompt_strategies": "compcat"})
+    assert "Did you mean 'compact'?" in str(info.value)
+
+
+async def test_an_unknown_name_far_from_any_suggests_nothing() -> None:
+    with pytest.raises(UnknownStrategyError) as info:
+        await prepare_prompt(MSGS, "zzzzzz")
+    assert "Did you mean" not in str(info.value)
+
+
 async def test_failing_strategy_is_named_and_chained() -> None:
     def broken(messages: Messages, ctx: StrategyContext) -> Messages:
         raise KeyError("boom")

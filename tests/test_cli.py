@@ -115,8 +115,15 @@ def test_demo_unknown_strategy_is_a_usage_error(tmp_path: Path) -> None:
     code, _, err = cli(["demo", "--calls", "2", "--out", str(tmp_path), "--strategies", "nosuch"])
     assert code == 2
     line = one_line(err)
-    assert "'nosuch'" in line
+    assert "'nosuch' in the --strategies option" in line
     assert "shorten_tools_epoch_increment" in line
+
+
+def test_replay_unknown_strategy_names_the_option_and_the_close_name() -> None:
+    code, _, err = cli(["replay", "--synthetic", "3", "--fast", "--strategies", "shorten_tool"])
+    assert code == 2
+    line = one_line(err)
+    assert "'shorten_tool' in the --strategies option. Did you mean 'shorten_tools'?" in line
 
 
 def test_demo_bad_environment_value_is_a_usage_error(

@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.slow  # a Python start and litellm's import per script: the slow tier
+
 EXAMPLES = sorted((Path(__file__).parents[1] / "examples").glob("*.py"))
 PROMISES = {
     "inbox_never_lost.py": [
@@ -68,7 +70,7 @@ PROMISES = {
     "frameworks_google_adk.py": ["Turn 2: Done:", "every prompt valid: True", "one file"],
     "frameworks_langchain.py": ["Turn 2: Done: 4", "every prompt valid: True", "one file"],
 }
-# The framework examples need the optional group (pip install 'ctxmw[frameworks]'; CI has it).
+# The framework examples need the optional group (pip install -e '.[frameworks]'; CI has it).
 NEEDS = {
     "frameworks_openai_agents.py": "agents",
     "frameworks_google_adk.py": "google.adk",
@@ -87,7 +89,7 @@ def _installed(module: str) -> bool:
 def test_example_runs(script: Path) -> None:
     needed = NEEDS.get(script.name)
     if needed is not None and not _installed(needed):
-        pytest.skip(f"{needed} is not installed (pip install 'ctxmw[frameworks]')")
+        pytest.skip(f"{needed} is not installed (pip install -e '.[frameworks]')")
     done = subprocess.run(
         [sys.executable, str(script)], capture_output=True, text=True, timeout=120
     )

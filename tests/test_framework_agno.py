@@ -27,6 +27,8 @@ pytest.importorskip("agno")
 from agno.agent import Agent
 from agno.models.litellm import LiteLLM
 
+pytestmark = pytest.mark.slow  # the framework runs: the slow tier
+
 
 def add(a: int, b: int) -> int:
     """Add two integers."""
@@ -74,7 +76,6 @@ def test_run_streamed(tmp_path: Path) -> None:
     assert_faithful_sync(server, passed, save_file)
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

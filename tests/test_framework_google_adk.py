@@ -25,7 +25,7 @@ adk_runners = pytest.importorskip("google.adk.runners")
 adk_run_config = pytest.importorskip("google.adk.agents.run_config")
 genai_types = pytest.importorskip("google.genai.types")
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the framework runs: the slow tier
 
 ANSWER = 'Done: {"result": 4}'  # ADK wraps a tool's return value
 
@@ -115,7 +115,6 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
     await assert_two_agents_run_concurrently(tmp_path, run, ANSWER)
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

@@ -23,7 +23,7 @@ chat_litellm = pytest.importorskip("langchain_litellm")
 lc_messages = pytest.importorskip("langchain_core.messages")
 lc_tools = pytest.importorskip("langchain_core.tools")
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the framework runs: the slow tier
 
 
 @lc_tools.tool
@@ -115,7 +115,6 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
     await assert_two_agents_run_concurrently(tmp_path, run, "Done: 4")
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

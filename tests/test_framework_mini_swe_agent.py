@@ -30,6 +30,8 @@ pytest.importorskip("minisweagent")
 from minisweagent.agents.default import DefaultAgent
 from minisweagent.models.litellm_model import LitellmModel
 
+pytestmark = pytest.mark.slow  # the framework runs: the slow tier
+
 
 class Outputs:
     """An environment whose every command prints 4 KB."""
@@ -80,7 +82,6 @@ def test_every_call_goes_through_ctxmw_and_is_saved(tmp_path: Path) -> None:
     assert len(ledger_lines(save_file)) == 5
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

@@ -22,7 +22,7 @@ from tests._long_run import CALLS, assert_kept_promises, audit, big_result, ledg
 agents = pytest.importorskip("agents")
 litellm_model = pytest.importorskip("agents.extensions.models.litellm_model")
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the framework runs: the slow tier
 
 
 @agents.function_tool
@@ -100,7 +100,6 @@ async def test_two_agents_concurrently(tmp_path: Path) -> None:
     await assert_two_agents_run_concurrently(tmp_path, run, "Done: 4")
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

@@ -25,7 +25,7 @@ from pydantic_ai import Agent
 from pydantic_ai.usage import UsageLimits
 from pydantic_ai_litellm import LiteLLMModel, LiteLLMModelSettings
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the framework runs: the slow tier
 
 
 def make_agent(base: str, save_file: Path, tools: list[Any], **ctxmw_options: Any) -> Agent:
@@ -54,7 +54,6 @@ async def test_a_multi_turn_agent_with_tools(tmp_path: Path) -> None:
     await assert_faithful(server, passed, save_file)
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

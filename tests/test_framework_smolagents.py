@@ -28,6 +28,8 @@ from tests._long_run import CALLS, assert_kept_promises, audit, big_result, ledg
 pytest.importorskip("smolagents")
 from smolagents import LiteLLMModel, Tool, ToolCallingAgent, tool
 
+pytestmark = pytest.mark.slow  # the framework runs: the slow tier
+
 # compact's trigger is a share of the input window: a small window makes a 120-call run of
 # 4 KB observations (about 125k tokens) fold as a long one does in a real 128k-200k window.
 WINDOW = 20_000
@@ -72,7 +74,6 @@ def test_the_default_chain_sends_the_text_history_as_it_is(tmp_path: Path) -> No
     assert len(ledger_lines(save_file)) == 7
 
 
-@pytest.mark.slow
 def test_a_long_run_is_folded_by_compact_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"
     options = {"prompt_strategies": ["compact"], "settings": {"context_window": WINDOW}}

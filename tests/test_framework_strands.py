@@ -25,7 +25,7 @@ from strands import Agent, tool
 from strands.agent.conversation_manager import NullConversationManager
 from strands.models.litellm import LiteLLMModel
 
-pytestmark = pytest.mark.anyio
+pytestmark = [pytest.mark.anyio, pytest.mark.slow]  # the framework runs: the slow tier
 
 
 @tool
@@ -64,7 +64,6 @@ async def test_a_multi_turn_agent_with_tools(tmp_path: Path) -> None:
     await assert_faithful(server, passed, save_file)
 
 
-@pytest.mark.slow
 @pytest.mark.usefixtures("shortening_tiers")
 async def test_a_long_run_is_shortened_and_keeps_every_promise(tmp_path: Path) -> None:
     save_file = tmp_path / "agent.jsonl"

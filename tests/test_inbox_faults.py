@@ -122,6 +122,7 @@ anyio.run(ctxmw.Session("openai/gpt-4o-mini", save_file=sys.argv[1], completion=
 """
 
 
+@pytest.mark.slow  # kills a child process mid-round
 def test_a_note_whose_process_is_killed_before_the_round_commits_is_delivered_again(
     save_file: Path,
 ) -> None:

@@ -42,6 +42,7 @@ def test_import_ctxmw_is_silent_and_does_not_load_litellm() -> None:
     assert done.stderr == ""
 
 
+@pytest.mark.slow
 def test_loading_litellm_through_ctxmw_makes_no_network_attempt_and_prints_nothing() -> None:
     after = """
 import os

@@ -34,7 +34,10 @@ REAL = [
 def real_transcript(name: str) -> Messages:
     path = SHARED / name
     if not path.exists():
-        pytest.skip(f"{path} is not here (the shared/ folder beside the repository)")
+        pytest.skip(
+            f"{name} is the project's CI data ({path.parent}, beside the clone, not part of "
+            "it): this real-transcript case runs where that folder is, as in .ci/run"
+        )
     return [json.loads(line) for line in path.read_bytes().splitlines()]
 
 

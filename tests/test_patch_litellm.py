@@ -20,7 +20,7 @@ import pytest
 import ctxmw
 from ctxmw.demo.scripted import ScriptedProvider
 from ctxmw.runtime.identity import conversation_identity
-from ctxmw.testing import text
+from ctxmw.testing import FakeCompletion, text
 
 pytestmark = pytest.mark.anyio
 
@@ -188,3 +188,25 @@ async def test_undo_also_restores_a_module_that_copied_the_patched_function(
     finally:
         patch.undo()
     assert framework.acompletion is original
+
+
+async def test_a_fake_completion_given_to_the_patch_answers_both_functions_offline(
+    tmp_path: Path,
+) -> None:
+    fake = FakeCompletion(text("async hi"), text("sync hi"))
+    with ctxmw.patch_litellm(completion=fake, save_file=str(tmp_path / "agent.jsonl")):
+        first = await litellm.acompletion(model="openai/gpt-4o", messages=HISTORY)
+        more = [*HISTORY, {"role": "user", "content": "?"}]
+        second = await anyio.to_thread.run_sync(lambda: litellm.completion("openai/gpt-4o", more))
+    assert first.choices[0].message.content == "async hi"
+    assert second.choices[0].message.content == "sync hi"
+    assert len(fake.calls) == 2  # nothing reached litellm's own functions
+    assert fake.remaining == 0
+
+
+async def test_a_calls_own_completion_beats_the_patchs() -> None:
+    patched, own = FakeCompletion(text("patched")), FakeCompletion(text("own"))
+    with ctxmw.patch_litellm(completion=patched):
+        reply = await litellm.acompletion(model="openai/gpt-4o", messages=HISTORY, completion=own)
+    assert reply.choices[0].message.content == "own"
+    assert patched.calls == []

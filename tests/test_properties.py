@@ -23,6 +23,8 @@ from ctxmw.strategies._chain import apply_strategies, resolve_strategies
 from ctxmw.types import Messages, StrategyContext
 from tests.transcripts import SMALL_WINDOWS, call_points, transcripts
 
+pytestmark = pytest.mark.slow  # property tests with many examples: the slow tier
+
 # Small windows so that generated transcripts of a few dozen calls cross many boundaries.
 SMALL = SMALL_WINDOWS
 # The folding strategies (compact, summarize) must not trigger here: they have their own

@@ -99,6 +99,7 @@ def test_a_mark_added_by_a_strategy_lands_on_the_block() -> None:
     assert sent[2]["content"][0]["content"] == body["messages"][2]["content"][0]["content"]
 
 
+@pytest.mark.slow  # a long generated run
 async def test_a_long_conversation_is_shortened_valid_and_as_prefix_stable_as_chat() -> None:
     hook, chat_hook = make_hook(**SHORTENING_TIERS), make_hook(**SHORTENING_TIERS)
     upstream, chat_upstream, passed = [], [], []

@@ -64,6 +64,7 @@ def test_a_string_input_stays_a_string() -> None:
     assert sent["input"] == [{"role": "user", "content": "Hi"}, note]
 
 
+@pytest.mark.slow  # a long generated run
 async def test_a_long_conversation_is_shortened_valid_and_as_prefix_stable_as_chat() -> None:
     hook, chat_hook = make_hook(**SHORTENING_TIERS), make_hook(**SHORTENING_TIERS)
     upstream, chat_upstream, passed = [], [], []

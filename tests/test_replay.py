@@ -309,6 +309,21 @@ def test_progress_goes_to_stderr_one_line_per_step(
     assert "optimum" in steps[-1]
 
 
+def test_the_optimum_reports_its_progress_while_it_renders(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(synthetic_transcript(30, seed=1)))
+    argv = ["replay", str(path), "--fast", "--strategies", "shorten_tools"]
+    assert main(argv) == 0
+    err = capsys.readouterr().err.splitlines()
+    parts = [line for line in err if line.startswith(f"ctxmw replay:   optimum: {path}: ")]
+    assert len(parts) == 10  # a line at each tenth of the boundaries
+    done, of = parts[-1].rsplit(": ", 1)[1].removesuffix(" rendered").split("/")
+    assert done == of  # the last line: every boundary
+    assert err.index(parts[-1]) < next(i for i, line in enumerate(err) if "] optimum" in line)
+
+
 @pytest.mark.anyio
 async def test_load_transcript_skips_a_ledger(
     tmp_path: Path, caplog: pytest.LogCaptureFixture

@@ -186,7 +186,9 @@ def test_show_call_prints_the_prompt_and_its_hidden_references(
         mp.setenv("CTXMW_CLEAR_TOOL_RESULTS_TRIGGER", "0")
         mp.setenv("CTXMW_CLEAR_TOOL_RESULTS_KEEP", "0")
         assert main(argv) == 0
-    out = capsys.readouterr().out
+    captured = capsys.readouterr()
+    out = captured.out
+    assert "--show-call 2: 1/2 prompts computed" in captured.err  # progress, on stderr
     assert "call 2 (the assistant message at index 4)" in out
     assert "references: 2, shown 0, recoverable 0, gone 2" in out
     assert f"gone: {PATH!r} (first in the tool result at index 3, compacted" in out

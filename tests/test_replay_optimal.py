@@ -83,6 +83,7 @@ def schedule_cost(messages: Messages, moves: tuple[int, ...], s: Settings) -> di
     return cost
 
 
+@pytest.mark.slow  # every one of the 2^T schedules
 @pytest.mark.parametrize("seed", [4, 5])
 def test_optimum_is_the_cheapest_of_every_schedule(seed: int) -> None:
     messages = synthetic_transcript(14, seed=seed)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Callable
+from pathlib import Path
 
+import ctxmw
 from ctxmw import validate
 from ctxmw.strategies.shorten_tools import shorten_tools
 from ctxmw.types import Messages
@@ -37,6 +39,37 @@ def test_character_budget_keeps_more_full(run: Run) -> None:
     per_call = len(source[3]["content"]) + len(source[2]["tool_calls"][0]["function"]["arguments"])
     prompt = run(shorten_tools, source, max_tool_chars=per_call * 15, full_tool_outputs=0)
     assert classify(source, prompt)["full"] == span(36, 50)
+
+
+def test_what_its_one_description_says_with_the_default_settings(run: Run) -> None:
+    """The newest 10 results full, more while the kept ones stay under 100,000 characters; of the
+    newest 40 calls, those past that budget compacted; older ones dropped."""
+    source: Messages = [{"role": "user", "content": "Read the logs."}]
+    for f in range(1, 61):
+        source += group([call(f"c{f}", path=f"log{f}")], [f"{f:03d} worker ok\n" * 300])
+    regions = classify(source, run(shorten_tools, source))
+    full = len(regions["full"])
+    assert 10 < full < 40  # past the newest 10, while the budget lasts
+    assert regions["full"] == span(61 - full, 60)
+    assert regions["compacted"] == span(21, 60 - full)  # the rest of the newest 40
+    assert regions["dropped"] == span(1, 20)
+
+
+def test_the_readme_the_guide_and_the_registry_describe_it_alike() -> None:
+    root = Path(__file__).resolve().parents[1]
+    rows = [
+        next(line for line in page.read_text().splitlines() if line.startswith(ROW))
+        for page in (root / "README.md", root / "docs" / "strategies.md")
+    ]
+    assert rows[0] == rows[1]
+    assert "compacted" in rows[0]
+    assert "dropped" in rows[0]
+    (info,) = [i for i in ctxmw.list_strategies() if i.name == "shorten_tools"]
+    assert "compact" in info.description
+    assert "drop" in info.description
+
+
+ROW = "| `shorten_tools` |"
 
 
 def test_everything_fits_the_default_budget(run: Run) -> None:

@@ -10,6 +10,7 @@ from functools import partial
 from typing import Any
 
 import anyio
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -346,6 +347,7 @@ def test_a_session_passes_its_clock_to_the_strategies() -> None:
     assert seen == [42.0]
 
 
+@pytest.mark.slow  # a property test with many examples
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=transcripts(max_turns=60), gaps=st.lists(st.booleans(), max_size=80))
 def test_byte_stable_between_moves_with_cold_gaps(messages: Messages, gaps: list[bool]) -> None:
@@ -410,13 +412,14 @@ def running_costs(
     return out
 
 
+@pytest.mark.slow  # a property test with many examples
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(messages=transcripts(max_turns=60), cold=st.sets(st.integers(0, 400), max_size=5))
 def test_the_running_cost_never_exceeds_the_guard_times_none(
     messages: Messages, cold: set[int]
 ) -> None:
-    # The bound docs/economics.md states, in the schedule's own estimate: at every call point, not
-    # counting calls under the cache minimum (nothing of them is cached either way).
+    # The bound docs/design/economics.md states, in the schedule's own estimate: at every call
+    # point, not counting calls under the cache minimum (nothing of them is cached either way).
     defaults = Settings()
     for guard in (1.0, 1.02, defaults.economic_guard, defaults.economic_guard_automatic):
         for model, marked in ((None, False), (SONNET, False), (SONNET, True)):

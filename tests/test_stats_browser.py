@@ -20,7 +20,7 @@ import pytest
 from ctxmw.cli import main
 from tests.conftest import DemoRun
 
-pytestmark = pytest.mark.browser
+pytestmark = [pytest.mark.browser, pytest.mark.slow]  # Chromium, and the demo: the slow tier
 
 CHROMIUM = os.environ.get("CTXMW_CHROMIUM", "/usr/bin/chromium")
 FLAGS = [
@@ -100,13 +100,15 @@ def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: 
     assert requests == [out.as_uri()]  # the page itself, nothing else
     sections = page.query_selector_all("section.session")
     assert [s.get_attribute("data-session") for s in sections] == [
-        "agent-1", "agent-2 <b>", "agent-3"
-    ]  # fmt: skip
-    assert [s.get_attribute("data-calls") for s in sections] == ["12", "4", "1"]
+        "agent-3",
+        "agent-1",
+        "agent-2 <b>",
+    ]  # fmt: skip  (by cost: $0.002, $0.031, unpriced last)
+    assert [s.get_attribute("data-calls") for s in sections] == ["1", "12", "4"]
     for section in sections:
         assert len(section.query_selector_all("svg")) == 2  # tokens, cached fraction
         assert section.query_selector_all("path.series")  # the prompt line at least
-    first, never, single = sections
+    single, first, never = sections
     assert len(first.query_selector_all("rect.bust")) == 2  # calls 6 and 10: two runs
     assert first.query_selector_all("line.epoch")
     assert "bust_tools" in first.inner_text()
@@ -118,6 +120,8 @@ def test_the_page_loads_cleanly_and_draws_every_session(browser: Any, tmp_path: 
     assert "hit rate not reported" in never.inner_text()
     assert "cache reads (provider): not reported" in never.inner_text()
     assert single.query_selector_all("circle.point.prompt")  # one call is a point, not nothing
+    ends = [t.text_content() for t in page.query_selector_all("#overview text.end-label")]
+    assert "agent-2 <b> not priced" in ends  # an unpriced session's end is never $0.00
     page.screenshot(path=str(tmp_path / "report.png"), full_page=True)
 
 
@@ -144,10 +148,11 @@ def test_the_demos_page_compares_its_six_sessions(
     """The page the demo writes: its table says what ``ctxmw stats --json`` says, no two bust
     labels overlap, and the scale switches from shared to per session."""
     assert main(["stats", "--json", *demo_run.ledgers]) == 0
-    rows = json.loads(capsys.readouterr().out)["sessions"]
+    by_session = {r["session"]: r for r in json.loads(capsys.readouterr().out)["sessions"]}
     page, problems, _ = open_page(browser, demo_run.out / "report.html")
     assert problems == []
     table = page.query_selector_all("#comparison tbody tr")
+    rows = [by_session[tr.get_attribute("data-session")] for tr in table]
     assert len(table) == len(rows) == 6
     for tr, row in zip(table, rows, strict=True):
         cells = {td.get_attribute("data-field"): td for td in tr.query_selector_all("td")}
@@ -174,3 +179,70 @@ def test_the_demos_page_compares_its_six_sessions(
     page.check("input[name=scale][value=own]")
     assert page.get_attribute("body", "data-scale") == "own"
     assert len(page.query_selector_all("section.session")) == 6
+
+
+def test_the_demos_page_shows_what_each_row_hid_beside_its_cost_and_keeps_lines_apart(
+    browser: Any, demo_run: DemoRun, tmp_path: Path
+) -> None:
+    """The demo's terminal table has a hidden column: its page shows it beside cost, rows
+    cheapest first; the cost lines (three near $12-13) end in labels that never overlap, and
+    the reported and expected cached fractions, equal on every call, both stay visible."""
+    printed = {
+        line.split()[0]: line.split()[-1]
+        for line in demo_run.stdout.splitlines()
+        if line.startswith(("none ", "shorten_tools", "clear_tool_results"))
+    }
+    page, problems, _ = open_page(browser, demo_run.out / "report.html")
+    assert problems == []
+    heads = [th.inner_text() for th in page.query_selector_all("#comparison thead th")]
+    assert heads.index("hidden") == heads.index("cost") + 1
+    table = page.query_selector_all("#comparison tbody tr")
+    costs = [json.loads(tr.query_selector("td[data-field=cost_usd]").get_attribute("data-value"))
+             for tr in table]  # fmt: skip
+    assert costs == sorted(costs)
+    for tr in table:
+        name = tr.get_attribute("data-session").removeprefix("demo:")
+        assert tr.query_selector("td[data-field=hidden]").inner_text() == printed[name]
+    labels = [t.bounding_box() for t in page.query_selector_all("#overview text.end-label")]
+    assert len(labels) == 6
+    for i, a in enumerate(labels):
+        for b in labels[i + 1 :]:
+            assert a["y"] + a["height"] <= b["y"] + 0.5 or b["y"] + b["height"] <= a["y"] + 0.5
+    dashes = {
+        p.get_attribute("stroke-dasharray") for p in page.query_selector_all("path.cumulative")
+    }
+    assert len(dashes) == 6  # one pattern per session, not only a colour
+    section = page.query_selector("section.session")
+    assert "coincide on every call" in section.inner_text()
+    widths = [p.get_attribute("stroke-width") for p in section.query_selector_all(
+        "path.read-fraction, path.expected-fraction")]  # fmt: skip
+    assert len(set(widths)) == 2  # the wide pale line shows under the dashed one
+    page.screenshot(path=str(tmp_path / "demo-hidden.png"), full_page=True)
+
+
+def test_a_replays_lists_are_tabled_with_cost_hidden_and_read_backs(
+    browser: Any, tmp_path: Path
+) -> None:
+    def entry(auto: float, hidden: float, readbacks: int) -> dict[str, Any]:
+        cost = {"auto": auto, "breakpoints": auto * 1.1, "end_breakpoint": auto * 1.2}
+        return {"cost": cost, "hidden_share": hidden, "recoverable_share": 0.0,
+                "readback_calls": readbacks}  # fmt: skip
+
+    replay = {"strategies": {"none": entry(13.0, 0.0, 0), "offload,default": entry(5.5, 0.001, 31),
+              "default": entry(5.4, 0.02, 0)}}  # fmt: skip
+    (tmp_path / "replay.json").write_text(json.dumps(replay))
+    out = tmp_path / "report.html"
+    args = ["stats", str(ledger(tmp_path)), "--html", str(out), "--replay"]
+    assert main([*args, str(tmp_path / "replay.json")]) == 0
+    page, problems, _ = open_page(browser, out)
+    assert problems == []
+    rows = page.query_selector_all("#replay-table tbody tr")
+    assert [r.get_attribute("data-strategies") for r in rows] == [
+        "default",
+        "offload,default",
+        "none",
+    ]
+    cells = {
+        td.get_attribute("data-field"): td.inner_text() for td in rows[1].query_selector_all("td")
+    }
+    assert (cells["cost-auto"], cells["hidden"], cells["readbacks"]) == ("$5.50", "0.1%", "31")

@@ -72,7 +72,46 @@ def test_the_html_page_is_self_contained_and_holds_every_session(tmp_path: Path)
     assert not re.search(r"""(src|href)\s*=|<link|@import|url\(|fetch\(""", page)
     assert page.count("</script>") == 2  # the data cannot close its element early
     data = json.loads(re.search(r'id="ctxmw-data">(.*?)</script>', page, re.S)[1])  # type: ignore[index]
-    assert [s["session"] for s in data["sessions"]] == ["a", "b", "c</script>"]
+    assert [s["session"] for s in data["sessions"]] == ["c</script>", "b", "a"]  # by cost
+
+
+def test_the_table_is_sorted_by_cost_with_hidden_and_read_backs_beside_it() -> None:
+    records = [rec(n, 0, "dear") for n in range(4)] + [rec(0, 0, "free", cost_usd=None)]
+    records += [rec(n, 0, "cheap", readback=n == 1) for n in range(2)]
+    data = report_data(
+        [{"readback": False, **r} for r in records], hidden={"dear": 0.0, "cheap": 0.125}
+    )
+    assert [row["session"] for row in data["table"]] == ["cheap", "dear", "free"]
+    assert [s["session"] for s in data["sessions"]] == ["cheap", "dear", "free"]
+    assert [row["hidden"] for row in data["table"]] == [0.125, 0.0, None]
+    assert [row["readbacks"] for row in data["table"]] == [1, 0, 0]
+    assert data["show"] == {"hidden": True, "readbacks": True}
+    plain = report_data(records[:5])
+    assert plain["show"] == {"hidden": False, "readbacks": False}
+    assert plain["table"][0]["readbacks"] is None  # no read-back line: no column
+
+
+def test_ledgers_that_record_read_backs_show_the_column_with_zero_where_none_was_made() -> None:
+    records = [rec(n, 0, "quiet", readback=False) for n in range(3)] + [rec(0, 0, "old")]
+    data = report_data(records)
+    assert data["show"]["readbacks"] is True  # the field says none was made: 0 is a figure
+    by_session = {row["session"]: row["readbacks"] for row in data["table"]}
+    assert by_session == {"quiet": 0, "old": None}  # an older ledger does not say
+
+
+def test_a_replays_lists_are_tabled_cheapest_first_with_what_they_hid() -> None:
+    def entry(auto: float, hidden: float, **more: Any) -> dict[str, Any]:
+        cost = {"auto": auto, "breakpoints": auto + 1, "end_breakpoint": auto + 2}
+        return {"cost": cost, "hidden_share": hidden, "recoverable_share": 0.0, **more}
+
+    replay = {"strategies": {"none": entry(9.0, 0.0), "default": entry(4.0, 0.02)}}
+    rows = report_data([rec(0, 0)], replay=replay)["replay"]
+    assert [(r["name"], r["cost"]["auto"], r["hidden"]) for r in rows] == [
+        ("default", 4.0, 0.02), ("none", 9.0, 0.0)
+    ]  # fmt: skip
+    assert rows[0]["readbacks"] is None  # the replay does not say
+    replay["strategies"]["default"] = entry(4.5, 0.01, readback_calls=7)
+    assert report_data([rec(0, 0)], replay=replay)["replay"][0]["readbacks"] == 7
 
 
 def test_report_data_keeps_null_apart_from_zero() -> None:

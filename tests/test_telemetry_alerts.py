@@ -78,16 +78,31 @@ def test_a_cache_write_every_call() -> None:
     assert rules_fired([rec(0), *[rec(800, write=100)] * 4]) == []
 
 
-def test_busts_by_tools_or_system_alert_each_time_and_others_do_not() -> None:
+def test_busts_by_tools_or_system_alert_once_per_cause_and_others_do_not() -> None:
     tools = {"cause": "tools", "strategy": None, "message_index": None}
     system = {"cause": "system", "strategy": None, "message_index": 0}
     epoch = {"cause": "strategy", "strategy": "shorten_tools_epoch", "message_index": 9}
     records = [rec(0), rec(900), rec(900, bust=tools), rec(900, bust=epoch)]
     records += [rec(900, bust=system), rec(900, bust=tools)]
-    assert rules_fired(records) == [(3, "bust_tools"), (5, "bust_system"), (6, "bust_tools")]
+    assert rules_fired(records) == [(3, "bust_tools"), (5, "bust_system")]
     alert = evaluate(records, RULES)[0]
     assert alert["message"].startswith("Session 's', call 3: broke the cached prefix at the tools")
-    assert alert["message"].endswith(".")
+    assert alert["message"].endswith("It broke 2 warm calls of this session.")
+    assert alert["value"] == 2
+
+
+def test_a_timestamp_in_the_system_prompt_is_one_alert_with_its_count() -> None:
+    """Every call after the first busts at the system prompt: one bust_system alert (and the
+    every-call rule once), not one per call; ``ctxmw stats`` gives the count."""
+    system = {"cause": "system", "strategy": None, "message_index": 0}
+    records = [rec(0, bust=system), *[rec(0, bust=system)] * 14]
+    state = AlertState(RULES)
+    live = [a["rule"] for r in records for a in state.observe(r)]
+    assert live.count("bust_system") == 1
+    fired = [a for a in evaluate(records, RULES) if a["rule"] == "bust_system"]
+    assert len(fired) == 1
+    assert fired[0]["call"] == 2
+    assert fired[0]["message"].endswith("It broke 14 warm calls of this session.")
 
 
 def test_sessions_are_evaluated_apart() -> None:

@@ -86,7 +86,9 @@ def test_plot_without_matplotlib_says_how_to_install(
     monkeypatch.setitem(sys.modules, "matplotlib", None)
     path = write(tmp_path / "x.ledger.jsonl", LEDGER)
     assert main(["stats", str(path), "--plot", str(tmp_path / "o.png")]) == 2
-    assert "pip install 'ctxmw[plot]'" in capsys.readouterr().err
+    assert "pip install matplotlib (in a ctxmw checkout: pip install -e '.[plot]')" in (
+        capsys.readouterr().err
+    )
 
 
 def test_cli_skips_a_transcript_matched_by_the_glob(
@@ -100,6 +102,18 @@ def test_cli_skips_a_transcript_matched_by_the_glob(
         "ledger's call records."
     ]
     assert "openai/gpt-4o-mini 2 " in " ".join(captured.out.split())
+
+
+def test_cli_given_only_a_transcript_says_which_file_it_wanted_and_exits_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    transcript, ledger = session_folder(tmp_path)
+    assert main(["stats", str(transcript)]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""  # no empty table
+    last = captured.err.strip().splitlines()[-1]
+    assert f"No ledger to read: {str(transcript)!r} holds messages" in last
+    assert repr(str(ledger)) in last  # the file it wanted
 
 
 def test_the_table_fits_120_columns_whatever_the_names() -> None:

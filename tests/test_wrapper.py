@@ -211,6 +211,16 @@ async def test_unknown_strategy_is_reported_before_any_call() -> None:
     assert fake.calls == []
 
 
+async def test_an_unknown_strategy_in_the_metadata_is_named_there() -> None:
+    fake = FakeCompletion(text("x"))
+    options = {"ctxmw": {"prompt_strategies": "shorten_tool"}}
+    with pytest.raises(ctxmw.UnknownStrategyError) as info:
+        await ctxmw.acompletion(MODEL, HISTORY, completion=fake, metadata=options)
+    assert 'in the metadata["ctxmw"]["prompt_strategies"] of the call' in str(info.value)
+    assert "Did you mean 'shorten_tools'?" in str(info.value)
+    assert fake.calls == []
+
+
 async def test_stateless_call_returns_a_failed_note_to_the_inbox(tmp_path: Path) -> None:
     inbox = ctxmw.inbox
     save_file = tmp_path / "agent.jsonl"

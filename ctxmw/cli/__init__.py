@@ -8,7 +8,7 @@ from collections.abc import Callable, Sequence
 from typing import cast
 
 from ctxmw import __version__, list_strategies
-from ctxmw.cli._args import Parser, positive_int, run_command
+from ctxmw.cli._args import Parser, positive_int, run_command, strategies_from
 from ctxmw.cli.inbox import add_inbox_commands
 from ctxmw.cli.replay import add_replay_command
 from ctxmw.cli.show import add_show_command
@@ -89,7 +89,8 @@ def _cmd_strategies(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from ctxmw.demo._cli import run_demo_command
 
-    return run_demo_command(args)
+    with strategies_from("--strategies"):
+        return run_demo_command(args)
 
 
 if __name__ == "__main__":  # pragma: no cover

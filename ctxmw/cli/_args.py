@@ -8,15 +8,24 @@ reader that closes the pipe early (``ctxmw show ... | head``) ends the command q
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn, TypeAlias
 
-from ctxmw.errors import UsageError
+from ctxmw.errors import UnknownStrategyError, UsageError
+from ctxmw.strategies._chain import ARGUMENT
 
-__all__ = ["Handler", "Parser", "check_folder_of", "positive_int", "run_command"]
+__all__ = [
+    "Handler",
+    "Parser",
+    "check_folder_of",
+    "positive_int",
+    "run_command",
+    "strategies_from",
+]
 
 Handler: TypeAlias = Callable[[argparse.Namespace], int]
 """A command: the parsed arguments in, the exit code out."""
@@ -42,6 +51,19 @@ def positive_int(text: str) -> int:
     if value < 1 or str(value) != text.strip().lstrip("+"):
         raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text!r}")
     return value
+
+
+@contextlib.contextmanager
+def strategies_from(option: str) -> Iterator[None]:
+    """An unknown strategy name in the lists an option gave names that option, not an argument
+    the user never wrote (a name read from ``CTXMW_PROMPT_STRATEGIES`` still names the variable).
+    """
+    try:
+        yield
+    except UnknownStrategyError as exc:
+        if exc.source != ARGUMENT:
+            raise
+        raise exc.named_from(f"the {option} option") from None
 
 
 def check_folder_of(path: str, option: str) -> None:

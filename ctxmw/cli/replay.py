@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import anyio
 
-from ctxmw.cli._args import check_folder_of, positive_int
+from ctxmw.cli._args import check_folder_of, positive_int, strategies_from
 from ctxmw.cli.view import format_transcript
 from ctxmw.errors import UsageError
 from ctxmw.replay import (
@@ -117,11 +117,13 @@ def _cmd_replay(args: argparse.Namespace) -> int:
     if args.head_tokens < 0:
         raise UsageError(f"--head-tokens {args.head_tokens} must be 0 or more (tokens).")
     if args.show_call is not None:
-        print(anyio.run(_show_call, args))
+        with strategies_from("--strategies"):
+            print(anyio.run(_show_call, args))
         return 0
     if args.plot:
         check_folder_of(args.plot, "--plot")
-    result = anyio.run(_run, args)
+    with strategies_from("--strategies"):
+        result = anyio.run(_run, args)
     print(json.dumps(result.to_json(), indent=2) if args.json else format_table(result))
     if args.plot:
         print(f"plot: {plot_replay(result, args.plot)}", file=sys.stderr if args.json else None)
@@ -178,11 +180,16 @@ async def _show_call(args: argparse.Namespace) -> str:
             f"--show-call {args.show_call}: {name!r} has {len(points)} call points; "
             f"pick one from 1 to {len(points)}."
         )
-    n = 0
+    n, shown = 0, 0
     async for point, prompt in prompts(messages, lists[0], model=args.model):
         n += 1
         if n == args.show_call:
             return format_call(name, lists[0], n, messages, point, prompt, full=args.full)
+        # Every prompt before it is computed too (the strategies carry state from call to
+        # call): a line at each tenth of the way.
+        if (tenth := 10 * n // args.show_call) > shown:
+            shown = tenth
+            _note(f"--show-call {args.show_call}: {n}/{args.show_call} prompts computed")
     raise AssertionError("unreachable: the call number was checked against the call points")
 
 

@@ -35,7 +35,8 @@ def add_stats_command(sub: Any, add: Callable[..., argparse.ArgumentParser]) -> 
     stats.add_argument(
         "--replay",
         metavar="REPLAY.json",
-        help="with --html: 'ctxmw replay --json' output; its references are charted",
+        help="with --html: 'ctxmw replay --json' output; each strategy list's cost is tabled "
+        "beside what it hid and its read-backs, and its references are charted",
     )
     stats.add_argument(
         "--check",

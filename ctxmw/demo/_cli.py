@@ -86,7 +86,8 @@ def _footer(rows: list[DemoRow], out: Path, simulated: bool) -> str:
         "lock file (*.jsonl.lock, empty when free) per row.",
     )
     records = load_ledgers(sorted(out.glob(f"*{LEDGER_SUFFIX}")))
-    page = write_html(records, out / "report.html")
+    hidden = {f"demo:{row.strategies}": row.hidden for row in rows}
+    page = write_html(records, out / "report.html", hidden=hidden)
     lines = [text, f"report: {page} (open it in a browser: the sessions side by side)"]
     plot = out / "cache.png"
     try:

@@ -8,7 +8,7 @@ In the proxy's ``config.yaml``::
 ``ctxmw.proxy.hook`` is built when the proxy asks for it (nothing happens at import): one
 :class:`CtxmwProxyHook` per process, reading the ``ctxmw:`` section of the proxy's config file
 (:mod:`ctxmw.proxy.config`), with the inbox routes (:mod:`ctxmw.proxy.route`) added to the
-proxy's app. Needs the proxy's own packages: ``pip install 'ctxmw[proxy]'``.
+proxy's app. Needs the proxy's own packages: ``pip install -e '.[proxy]'`` in a ctxmw checkout.
 """
 
 from __future__ import annotations

@@ -158,7 +158,8 @@ async def replay(
     run.references = [ReferenceIndex(messages) for messages in named.values()]
     run.progress = _Progress(progress, len(lists) * len(named) + (len(named) if optimal else 0))
     figures = {name: await run.strategy_list(name, chains[name], named) for name in lists}
-    optima = [run.optimum(t, m) for t, m in enumerate(named.values())] if optimal else []
+    items = enumerate(named.items())
+    optima = [run.optimum(t, path, m) for t, (path, m) in items] if optimal else []
     return ReplayResult(list(named), calls, run.window, prices, figures, BASELINE, optima)
 
 
@@ -185,8 +186,10 @@ class _Run:
                 self.progress.step(f"{name}: {path} ({len(call_points(messages))} calls)")
         return StrategyFigures(name, calls, sum(kept, Retention()), self.window, kept)
 
-    def optimum(self, t: int, messages: Messages) -> Optimum:
+    def optimum(self, t: int, path: str, messages: Messages) -> Optimum:
         """The cheapest boundary schedule of one transcript (see :mod:`ctxmw.replay.optimal`)."""
+        progress = self.progress
+        rendered = None if progress is None else progress.part(f"optimum: {path}", "rendered")
         best = optimal_schedule(
             messages,
             call_points(messages),
@@ -198,6 +201,7 @@ class _Run:
             minimum=breakpoint_minimum(self.model),
             tools=self._tools_of(["shorten_tools_economic"]),
             references=self.references[t],
+            progress=rendered,
         )
         if self.progress is not None:
             self.progress.step(f"optimum: {len(call_points(messages))} calls")
@@ -317,6 +321,21 @@ class _Progress:
         self.done += 1
         if self.report is not None:
             self.report(f"[{self.done}/{self.total}] {what}")
+
+    def part(self, what: str, unit: str) -> Callable[[int, int], None] | None:
+        """A callback ``(done, of)`` for a long step: an indented line at every tenth of it."""
+        report = self.report
+        if report is None:
+            return None
+        tenths = [0]
+
+        def advanced(done: int, of: int) -> None:
+            tenth = 10 * done // max(of, 1)
+            if tenth > tenths[0]:
+                tenths[0] = tenth
+                report(f"  {what}: {done}/{of} {unit}")
+
+        return advanced
 
 
 class _SharedCounts:

@@ -132,7 +132,7 @@ def plot_replay(result: ReplayResult, out: str | os.PathLike[str]) -> Path:
     """Draw prompt tokens per call and cumulative cost per caching model into a PNG.
 
     Raises:
-        UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
+        UsageError: matplotlib is not installed (``pip install matplotlib``).
     """
     plt = pyplot()
     fig, axes = plt.subplots(1 + len(CACHING_MODELS), 1, figsize=(10, 3.2 * 4), sharex=True)

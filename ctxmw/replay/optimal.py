@@ -30,7 +30,7 @@ from __future__ import annotations
 
 import math
 from bisect import bisect_left
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from itertools import accumulate
 from typing import Any
@@ -133,6 +133,7 @@ def optimal_schedule(
     minimum: int,
     tools: Sequence[Mapping[str, Any]] | None = None,
     references: ReferenceIndex | None = None,
+    progress: Callable[[int, int], None] | None = None,
 ) -> Optimum:
     """The cheapest boundary schedule of ``messages`` over its call ``points``.
 
@@ -149,16 +150,23 @@ def optimal_schedule(
         references: the transcript's references: a call point whose next action needs what a
             boundary shows only behind a read-back handle pays the read-back call there
             (:mod:`ctxmw.replay.readbacks`); None prices no read-back.
+        progress: called with ``(done, of)`` after each boundary is rendered (most of the
+            time goes there).
     """
     if not points:
         return ZERO
     builder = _Builder(messages, model, counter, settings)
     index = builder.index
     results = [c.result_index for c in index.calls]
+    boundaries = [0, *(bisect_left(results, p) for p in points)]
+    renders = []
     # One memo for every boundary's render: a result compacted under one boundary is compacted
     # alike under the next, so its shortened text is computed once.
     with session_memo({}):
-        renders = [builder.render(0)] + [builder.render(bisect_left(results, p)) for p in points]
+        for boundary in boundaries:
+            renders.append(builder.render(boundary))
+            if progress is not None:
+                progress(len(renders), len(boundaries))
     tools_tokens = counter.tools_tokens(model, tools, _has_system(messages)) if tools else 0
     fixed = (tools_tokens, counter.overhead_tokens(model))
     readbacks = None

@@ -68,8 +68,8 @@ class Patch:
         if args:  # litellm's signature: (a)completion(model, messages=..., ...)
             kwargs = {**dict(zip(("model", "messages"), args, strict=False)), **kwargs}
         options, rest = split_options(kwargs)
-        provider = rest.pop("completion", None) or self._originals[name]
-        return {"completion": provider, **self.defaults, **options, **rest}
+        given = rest.pop("completion", None) or self.defaults.get("completion")
+        return {**self.defaults, **options, **rest, "completion": given or self._originals[name]}
 
     def install(self) -> Patch:
         """Make litellm's functions (and the modules' copies of them) this patch's ones."""
@@ -124,6 +124,7 @@ def patch_litellm(
     max_rounds: int | None = None,
     session: str | None = None,
     on_call: Sequence[Callable[..., Any]] = (),
+    completion: Callable[..., Any] | None = None,
 ) -> Patch:
     """Route ``litellm.acompletion`` through :func:`ctxmw.acompletion`, and
     ``litellm.completion`` through :func:`ctxmw.completion`.
@@ -137,6 +138,9 @@ def patch_litellm(
             defaults for every patched call (see :func:`ctxmw.acompletion`); a call's
             ``metadata={"ctxmw": {...}}`` or its own keyword arguments override them. The
             framework runs its tools itself, so there is no ``tools`` default.
+        completion: the provider call every patched call makes instead of litellm's own
+            (``ctxmw.testing.FakeCompletion``: an agent tried offline, no key, no network); a
+            call's own ``completion=`` still wins.
 
     Returns:
         The :class:`Patch` handle.
@@ -149,6 +153,7 @@ def patch_litellm(
         "max_rounds": max_rounds,
         "session": session,
         "on_call": list(on_call) or None,
+        "completion": completion,
     }
     defaults = {k: v for k, v in given.items() if v is not None}
     handle = getattr(getattr(load_litellm(), "acompletion", None), "__self__", None)

@@ -42,6 +42,7 @@ from typing import Any
 import anyio
 
 from ctxmw._litellm import CompletionFn
+from ctxmw.errors import StrategyError, UnknownStrategyError
 from ctxmw.messages.form import message_dicts
 from ctxmw.runtime._heads import HeadThreads
 from ctxmw.runtime.conversations import Conversation, Conversations
@@ -49,6 +50,7 @@ from ctxmw.runtime.identity import conversation_identity
 from ctxmw.runtime.options import split_options
 from ctxmw.runtime.session import Session, ToolSpec
 from ctxmw.settings import Settings
+from ctxmw.strategies._chain import ARGUMENT
 from ctxmw.telemetry.default_ledger import announce, default_ledger_path
 from ctxmw.telemetry.recorder import CallRecorder
 from ctxmw.types import Message, StrategySpec
@@ -56,6 +58,8 @@ from ctxmw.types import Message, StrategySpec
 __all__ = ["acompletion"]
 
 logger = logging.getLogger("ctxmw")
+
+_METADATA = 'the metadata["ctxmw"]["prompt_strategies"] of the call'
 
 
 async def acompletion(
@@ -131,7 +135,14 @@ async def acompletion(
         chosen["session"] = identity.conversation if identity is not None else _by_head(history)
     if clock is not None:
         chosen["clock"] = clock
-    return await _run(model, history, tools, completion, chosen, rest, named=named)
+    try:
+        return await _run(model, history, tools, completion, chosen, rest, named=named)
+    except UnknownStrategyError as exc:
+        # The list came from metadata["ctxmw"] (a framework's way in), not from the argument.
+        from_metadata = prompt_strategies is None and "prompt_strategies" in options
+        if from_metadata and exc.source == ARGUMENT and not isinstance(exc, StrategyError):
+            raise exc.named_from(_METADATA) from None
+        raise
 
 
 def _by_head(history: Sequence[Any]) -> str:

@@ -6,7 +6,8 @@ all under one hash tag (``ctxmw:{<conversation>}:...``): ``notes`` (a list of pe
 Each note operation is one Lua script, so it is atomic on the server whatever the number of
 replicas: two replicas never both take one note.
 
-Needs the ``redis`` package (``pip install 'ctxmw[proxy]'``).
+Needs the ``redis`` package (``pip install redis``; ``pip install -e '.[proxy]'`` in a ctxmw
+checkout installs it with the proxy's packages).
 """
 
 from __future__ import annotations
@@ -277,7 +278,8 @@ def _client(url: str) -> Any:
     except ImportError as exc:  # pragma: no cover - depends on the installed extras
         raise SettingsError(
             f"The Redis state ({url!r}) needs the 'redis' package; install it with "
-            "pip install 'ctxmw[proxy]', or use the in-memory state."
+            "pip install redis (in a ctxmw checkout: pip install -e '.[proxy]'), or use the "
+            "in-memory state."
         ) from exc
     # Bounded: a Redis that hangs must not hold a request (or a replica's task) forever.
     return aioredis.Redis.from_url(

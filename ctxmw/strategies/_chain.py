@@ -9,16 +9,20 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ctxmw.errors import Aborted, StrategyError, UsageError
+from ctxmw.errors import Aborted, StrategyError, UnknownStrategyError, UsageError
 from ctxmw.history import History, as_dicts, history_of
 from ctxmw.messages._memo import session_memo
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings, resolve_settings
 from ctxmw.strategies._registry import get_strategy
 from ctxmw.types import Messages, Strategy, StrategyContext, StrategySpec
 
-__all__ = ["apply_strategies", "prepare_prompt", "reads_back", "resolve_strategies"]
+__all__ = ["ARGUMENT", "apply_strategies", "prepare_prompt", "reads_back", "resolve_strategies"]
 
 NamedStrategy = tuple[str, Strategy]
+
+ARGUMENT = "the prompt_strategies argument"
+"""Where a strategy list given to a function came from, as an unknown name's error says it."""
+_VARIABLE = "CTXMW_PROMPT_STRATEGIES"
 
 _HANDLE_MAKERS = ("shorten_tools_economic",)
 """The strategies whose compacted results name a read-back handle when ``readback`` is on."""
@@ -71,10 +75,23 @@ async def prepare_prompt(
     return await apply_strategies(messages, resolve_strategies(prompt_strategies, resolved), ctx)
 
 
-def resolve_strategies(spec: StrategySpec, settings: Settings) -> list[NamedStrategy]:
-    """Turn any accepted form of ``prompt_strategies`` into named callables, in order."""
+def resolve_strategies(
+    spec: StrategySpec, settings: Settings, source: str = ARGUMENT
+) -> list[NamedStrategy]:
+    """Turn any accepted form of ``prompt_strategies`` into named callables, in order.
+
+    Args:
+        spec: the strategy list; ``None`` takes the ``prompt_strategies`` setting, else the
+            default list.
+        settings: the call's settings.
+        source: where ``spec`` came from, for the error an unknown name raises.
+
+    Raises:
+        UnknownStrategyError: a name is not registered; the message names ``source`` (or the
+            setting or variable ``None`` read), the close name and every valid one.
+    """
     if spec is None:
-        spec = settings.prompt_strategies
+        spec, source = settings.prompt_strategies, _setting_source(settings)
         if spec is None:
             spec = list(DEFAULT_STRATEGIES)
     items: Sequence[str | Strategy]
@@ -89,7 +106,18 @@ def resolve_strategies(spec: StrategySpec, settings: Settings) -> list[NamedStra
             f"prompt_strategies={spec!r} is not a strategy spec; pass None, 'a,b', a callable, "
             "or a list of names and callables."
         )
-    return [named for item in items if (named := _resolve_item(item)) is not None]
+    try:
+        return [named for item in items if (named := _resolve_item(item)) is not None]
+    except UnknownStrategyError as exc:
+        raise exc.named_from(source) from None
+
+
+def _setting_source(settings: Settings) -> str:
+    """The variable when the setting's value is the variable's, else the setting."""
+    variable = os.environ.get(_VARIABLE, "").strip()
+    if variable and variable == (settings.prompt_strategies or "").strip():
+        return f"the {_VARIABLE} variable"
+    return "the prompt_strategies setting"
 
 
 def _resolve_item(item: str | Strategy) -> NamedStrategy | None:

@@ -8,7 +8,7 @@ past a call point whose cache turned cold since); the decision itself is the str
 ``step`` function, passed in.
 
 The states are kept as plain tuples of numbers, not :class:`FoldState` instances (why:
-"Many sessions in one process" in docs/performance.md).
+"Many sessions in one process" in docs/design/performance.md).
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def _guard(rule: str, settings: Settings) -> float | None:
     pays back sooner and a tighter bound costs the long sessions little; under breakpoints a
     first move waits until the guard's margin covers a rewrite that may include the head (with
     the head marked too: 1.02 there cost the long sessions more than it bought, see the
-    economics page, ``docs/economics.md``).
+    economics page, ``docs/design/economics.md``).
     """
     if rule == "breakpoints":
         return settings.economic_guard

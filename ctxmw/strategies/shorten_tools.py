@@ -23,7 +23,12 @@ NAME = "shorten_tools"
 
 @register_strategy(NAME)
 def shorten_tools(messages: Messages, ctx: StrategyContext) -> Messages:
-    """Keep the newest tool calls full, compact older ones, drop the oldest; every call anew."""
+    """Newest results full within a budget, the rest of the newest 40 compacted, older dropped.
+
+    The newest ``full_tool_outputs`` results are full, and more while the kept characters stay
+    under ``max_tool_chars``; the rest of the newest ``max_tool_calls`` calls are compacted; every
+    older call is dropped with its result. Recomputed on every call.
+    """
     index = index_tools(messages, ctx.memo, NAME)
     if not index.calls:
         return messages

@@ -27,7 +27,9 @@ evaluated per session after every warm call:
   cache never pays. Fires once per session.
 - ``bust_tools`` / ``bust_system``: a warm call whose bust cause is the tools list or the system
   prompt (the whole cache after it is lost, and no strategy chose it). Which causes alert is the
-  ``alert_bust_causes`` setting.
+  ``alert_bust_causes`` setting. One alert per cause per session, at its first call: a timestamp
+  in the system prompt busts every call, and one alert says so; :func:`evaluate` (``ctxmw
+  stats``) adds how many warm calls of the session the cause broke.
 
 The windowed rules fire when their condition becomes true and again only after it was false:
 a collapse is one alert, not one per call. Every alert names its session, its call, the rule,
@@ -136,6 +138,7 @@ class AlertState:
         self._calls = 0
         self._filled = False  # the previous call's prompt reached its rule's minimum
         self._busted: int | None = 0  # warm calls that all busted; None once one did not
+        self.bust_counts: dict[str, int] = {}  # warm calls each alerting cause broke
 
     def export(self) -> dict[str, Any]:
         """What the next records' alerts depend on, as JSON-ready figures (no content)."""
@@ -183,6 +186,10 @@ class AlertState:
     def _bust(self, record: Mapping[str, Any]) -> list[Alert]:
         cause = _cause(record)
         if cause is None or cause not in self.rules.bust_causes:
+            return []
+        seen = self.bust_counts.get(cause, 0)
+        self.bust_counts[cause] = seen + 1
+        if seen:  # one alert per cause per session: the count goes on
             return []
         what = _CAUSES.get(cause, cause)
         text = (
@@ -233,13 +240,29 @@ class AlertState:
 
 
 def evaluate(records: Sequence[Mapping[str, Any]], rules: AlertRules | None = None) -> list[Alert]:
-    """Every alert a sequence of ledger records fires, one :class:`AlertState` per session."""
+    """Every alert a sequence of ledger records fires, one :class:`AlertState` per session.
+
+    A bust alert (fired once per cause per session) says how many of the session's warm calls
+    its cause broke, and carries that count as its ``value``.
+    """
     states: dict[str, AlertState] = {}
     alerts: list[Alert] = []
     for record in records:
         state = states.setdefault(str(record.get("session", "")), AlertState(rules))
         alerts.extend(state.observe(record))
-    return alerts
+    return [_counted(alert, states[alert["session"]]) for alert in alerts]
+
+
+def _counted(alert: Alert, state: AlertState) -> Alert:
+    """A bust alert with the count of the session's warm calls its cause broke."""
+    count = state.bust_counts.get(alert["rule"].removeprefix("bust_"))
+    if count is None or alert["rule"] == "bust_every_call":
+        return alert
+    counted = alert.copy()
+    counted["value"] = float(count)
+    calls = "call" if count == 1 else "calls"
+    counted["message"] = f"{alert['message']} It broke {count} warm {calls} of this session."
+    return counted
 
 
 _CAUSES = {"tools": "the tools list", "system": "the system prompt"}

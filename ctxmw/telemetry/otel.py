@@ -2,7 +2,8 @@
 
 Off unless configured: pass ``OtelExport()`` among ``on_call`` hooks (optionally with your own
 tracer and meter providers), or set ``otel=True`` (``CTXMW_OTEL=1``) to use the global ones.
-It needs the ``otel`` extra (``pip install 'ctxmw[otel]'``: the OpenTelemetry API; the SDK and
+It needs the OpenTelemetry API (``pip install opentelemetry-api``, or ``pip install -e '.[otel]'``
+in a ctxmw checkout; the SDK and
 exporters are the application's choice).
 
 Names follow the OpenTelemetry GenAI semantic conventions where they define one, ``ctxmw.*``
@@ -57,7 +58,8 @@ class OtelExport:
         except ImportError as exc:
             raise UsageError(
                 "OpenTelemetry export needs the OpenTelemetry API, which is not installed; "
-                "install it with pip install 'ctxmw[otel]', or unset CTXMW_OTEL."
+                "install it with pip install opentelemetry-api (in a ctxmw checkout: pip install "
+                "-e '.[otel]'), or unset CTXMW_OTEL."
             ) from exc
         self._trace = trace
         tracers = tracer_provider or trace.get_tracer_provider()

@@ -13,7 +13,7 @@ def pyplot() -> Any:
     """``matplotlib.pyplot`` with the file-only Agg backend.
 
     Raises:
-        UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
+        UsageError: matplotlib is not installed (``pip install matplotlib``).
     """
     try:
         import matplotlib
@@ -23,6 +23,6 @@ def pyplot() -> Any:
     except ImportError as exc:
         raise UsageError(
             "--plot needs matplotlib, which is not installed; install it with "
-            "pip install 'ctxmw[plot]'."
+            "pip install matplotlib (in a ctxmw checkout: pip install -e '.[plot]')."
         ) from exc
     return plt

@@ -238,7 +238,7 @@ class PrefixTracker:
 
         For a payload with many new messages (a first call on a long resumed transcript),
         before :meth:`observe` on the same list in the same call: it then finds every count
-        memoised. The counting stays on the event loop (docs/performance.md says why), but no
+        memoised. The counting stays on the event loop (docs/design/performance.md says why), but no
         loop step counts more than ``chunk``.
         """
         slot = "payload" if remember else "side:payload"

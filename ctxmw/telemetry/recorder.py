@@ -65,7 +65,7 @@ __all__ = ["CallRecorder"]
 
 # A call with more never-seen messages than this (a first call on a long resumed transcript)
 # counts them ahead in chunks on the loop, giving it back between chunks (why on the loop:
-# docs/performance.md, "Where the time of a call goes").
+# docs/design/performance.md, "Where the time of a call goes").
 _COUNT_AHEAD = 64
 
 

@@ -14,8 +14,14 @@ loads nothing from anywhere, so it opens offline, from an attachment, years late
 - epoch boundaries (dashed) and busts in a strip under each chart, consecutive busts of one
   cause drawn and labelled once (``shorten_tools x47``), so a session that busts every call
   stays readable; the alerts each session fired;
-- with replay figures (``ctxmw replay --json`` output that measures references), a chart of the
-  references each strategy list hid.
+- with replay figures (``ctxmw replay --json`` output that measures references), a table of
+  each strategy list's cost under each caching model beside what it hid and recovered and the
+  read-backs it made, and a chart of the references each list hid;
+- beside cost in the comparison table, what each session hid from the model when the caller
+  knows it (``ctxmw demo`` does), and the read-back calls it made (``"readback": true`` lines)
+  when its ledger records them: every line has the field, so a session without one shows 0.
+
+The comparison table and the sessions are sorted by cost, cheapest first (unpriced last).
 
 Every string of the data is escaped for the page: ``<``, ``>`` and ``&`` as ``\\u`` escapes in
 the JSON block (nothing a session id holds, ``<!--<script>`` or ``</script>``, can end or
@@ -36,7 +42,15 @@ from typing import Any
 from ctxmw.telemetry.alerts import AlertRules, evaluate
 from ctxmw.telemetry.stats import bust_label, summarise, summary_rows
 
-__all__ = ["bust_runs", "embed_json", "references_of", "report_data", "report_html", "write_html"]
+__all__ = [
+    "bust_runs",
+    "embed_json",
+    "references_of",
+    "replay_rows",
+    "report_data",
+    "report_html",
+    "write_html",
+]
 
 _REFERENCE_KEYS = ("references_shown", "references_recoverable", "references_gone")
 
@@ -45,10 +59,19 @@ def report_data(
     records: Sequence[Mapping[str, Any]],
     rules: AlertRules | None = None,
     replay: Mapping[str, Any] | None = None,
+    hidden: Mapping[str, float] | None = None,
 ) -> dict[str, Any]:
-    """The page's data: the comparison table, one entry per (session, model), references."""
+    """The page's data: the comparison table, one entry per (session, model), the replay's.
+
+    Args:
+        records: the ledger records.
+        rules: the alert rules (default thresholds without).
+        replay: ``ctxmw replay --json`` output, if any.
+        hidden: per session, the share of references its prompts hid (the demo measures it).
+    """
     alerts = evaluate(records, rules)
     stats = summarise([dict(r) for r in records])
+    readbacks = any(_records_readbacks(r) for r in records)
     table, sessions = summary_rows(stats), []
     for row in table:
         mine = [
@@ -58,6 +81,8 @@ def report_data(
         ]
         fired = [a for a in alerts if a["session"] == row["session"]]
         row["alerts"], row["bust_calls"] = len(fired), sum(row["busts"].values())
+        row["hidden"] = (hidden or {}).get(row["session"])
+        row["readbacks"] = _readbacks(mine) if readbacks else None
         calls = [_call(i, r) for i, r in enumerate(mine, start=1)]
         sessions.append(
             {
@@ -68,21 +93,42 @@ def report_data(
                 "alerts": fired,
             }
         )
+    order = sorted(range(len(table)), key=lambda i: _by_cost(table[i]["cost_usd"]))
     return {
-        "table": table,
-        "sessions": sessions,
+        "table": [table[i] for i in order],
+        "sessions": [sessions[i] for i in order],
         "alerts": len(alerts),
+        "show": {"hidden": hidden is not None, "readbacks": readbacks},
         "references": references_of(replay),
+        "replay": replay_rows(replay),
     }
+
+
+def _records_readbacks(record: Mapping[str, Any]) -> bool:
+    """Whether the ledger line says if it was a read-back call (a bool either way)."""
+    return isinstance(record.get("readback"), bool)
+
+
+def _readbacks(records: Sequence[Mapping[str, Any]]) -> int | None:
+    """A session's read-back calls; None when none of its lines says (an older ledger)."""
+    if not any(_records_readbacks(r) for r in records):
+        return None
+    return sum(r.get("readback") is True for r in records)
+
+
+def _by_cost(cost: float | None) -> tuple[bool, float]:
+    """Cheapest first, unpriced last."""
+    return (cost is None, cost or 0.0)
 
 
 def report_html(
     records: Sequence[Mapping[str, Any]],
     rules: AlertRules | None = None,
     replay: Mapping[str, Any] | None = None,
+    hidden: Mapping[str, float] | None = None,
 ) -> str:
-    """The whole page as one string."""
-    data = embed_json(report_data(records, rules, replay))
+    """The whole page as one string (the arguments of :func:`report_data`)."""
+    data = embed_json(report_data(records, rules, replay, hidden))
     title = html.escape(f"ctxmw cache report: {len(records)} calls")
     page = files("ctxmw.telemetry").joinpath("report.html").read_text(encoding="utf-8")
     # One pass: a value holding "{{TITLE}}" is data, never a place to fill.
@@ -94,10 +140,11 @@ def write_html(
     out: str | os.PathLike[str],
     rules: AlertRules | None = None,
     replay: Mapping[str, Any] | None = None,
+    hidden: Mapping[str, float] | None = None,
 ) -> Path:
-    """Write the page to ``out`` and return its path."""
+    """Write the page to ``out`` and return its path (the arguments of :func:`report_data`)."""
     path = Path(out)
-    path.write_text(report_html(records, rules, replay), encoding="utf-8")
+    path.write_text(report_html(records, rules, replay, hidden), encoding="utf-8")
     return path
 
 
@@ -147,6 +194,27 @@ def references_of(replay: Mapping[str, Any] | None) -> list[dict[str, Any]]:
     if not isinstance(strategies, Mapping):
         return []
     return list(_references(strategies))
+
+
+def replay_rows(replay: Mapping[str, Any] | None) -> list[dict[str, Any]]:
+    """Per strategy list of a replay: its cost under each caching model, the shares of
+    references it hid and left recoverable, and its read-back calls (None where the replay
+    does not say); cheapest first under the first caching model."""
+    strategies = replay.get("strategies") if isinstance(replay, Mapping) else None
+    if not isinstance(strategies, Mapping):
+        return []
+    rows = [
+        {
+            "name": str(name),
+            "cost": {str(k): _number(v) for k, v in entry["cost"].items()},
+            "hidden": _number(entry.get("hidden_share")),
+            "recoverable": _number(entry.get("recoverable_share")),
+            "readbacks": _number(entry.get("readback_calls")),
+        }
+        for name, entry in strategies.items()
+        if isinstance(entry, Mapping) and isinstance(entry.get("cost"), Mapping) and entry["cost"]
+    ]
+    return sorted(rows, key=lambda row: _by_cost(next(iter(row["cost"].values()))))
 
 
 def _references(strategies: Mapping[str, Any]) -> Iterator[dict[str, Any]]:

@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ctxmw._files import Beside
 from ctxmw.errors import UsageError
 from ctxmw.telemetry.files import file_kind, skip_note
 from ctxmw.telemetry.plot import pyplot
@@ -109,10 +110,12 @@ def load_ledgers(
     with a one-line note passed to ``on_skip`` (default: a warning on the ``ctxmw`` logger).
 
     Raises:
-        UsageError: a file does not exist or cannot be read.
+        UsageError: a file does not exist or cannot be read, or every file given holds messages
+            (the message names the ledger beside the first one).
     """
     records: list[dict[str, Any]] = []
-    for path in map(Path, paths):
+    given, skipped = list(map(Path, paths)), []
+    for path in given:
         try:
             data = path.read_bytes()
         except OSError as exc:
@@ -120,8 +123,16 @@ def load_ledgers(
         note = skip_note(path, file_kind(path, data[: 1 << 16]), "ledger")
         if note is not None:
             (on_skip or logger.warning)(note)
+            skipped.append(path)
             continue
         records.extend(_parse(data.decode("utf-8", errors="replace")))
+    if given and len(skipped) == len(given):
+        first = skipped[0]
+        raise UsageError(
+            f"No ledger to read: {str(first)!r} holds messages (a transcript), as does every "
+            "file given. ctxmw stats reads the telemetry ledgers (*.ledger.jsonl): a save_file's "
+            f"is beside it, here {str(Beside.of(first).ledger)!r}."
+        )
     return records
 
 
@@ -196,7 +207,7 @@ def plot_ledger(records: Sequence[dict[str, Any]], out: str | os.PathLike[str]) 
     """Draw prompt tokens and cache reads per call (one panel per session) into a PNG.
 
     Raises:
-        UsageError: matplotlib is not installed (``pip install 'ctxmw[plot]'``).
+        UsageError: matplotlib is not installed (``pip install matplotlib``).
     """
     plt = pyplot()
     sessions = summarise(records)

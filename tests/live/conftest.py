@@ -24,7 +24,8 @@ def live_api_base(request: pytest.FixtureRequest) -> str:
     required = bool(config.getoption("--live-require-server"))
     message = (
         f"LIVE TIER {'FAILED' if required else 'SKIPPED'}: NO SERVER ANSWERS AT {base} "
-        f"({problem}). Start one with: bash ../shared/tools/local-llm.sh start"
+        f"({problem}). Start a llama.cpp server of your own and pass --live-api-base, or one "
+        "with the project's CI tools beside the clone: bash ../shared/tools/local-llm.sh start"
     )
     config.stash[_UNREACHABLE] = message
     if required:
