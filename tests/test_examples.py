@@ -48,8 +48,8 @@ PROMISES = {
         "set aside, still in the file: ['user', 'assistant']",
     ],
     "readback.py": [
-        "the model sees: [compacted: 17 of 80 lines shown, 2790 chars; ctxmw_expand handle",
-        "... its last line: … lines 18-80",
+        "the model sees: [compacted: 8 of 80 lines shown, 2790 chars; ctxmw_expand handle",
+        "... its last line: … lines 9-80",
         "lines 60-62 of 80; earlier output] |     60→def step_3_60(): return 360 |",
         "the caller got: step_3_61 returns 361. None",
         "tools sent: ['read_file', 'ctxmw_expand']",
