@@ -53,7 +53,7 @@ BASELINES = ("shorten_tools_epoch_increment", "clear_tool_results")
 LISTS = [DEFAULT, *BASELINES, "shorten_tools_epoch", "shorten_tools", "compact", OFFLOAD]
 SETS = ("long real", "long generated", "short real", "short generated")
 FULL = {"long": ((150, 300, 600, 1000), 2), "swe": 30}
-QUICK = {"long": ((150, 400), 1), "swe": 8}
+QUICK = {"long": ((150, 400, 1000), 1), "swe": 8}
 AGES = (5, 10, 20, 40, 80)
 HEAD = 18_000
 """Tokens of the constant head of the second long table (Claude Code sends 15-20k)."""
