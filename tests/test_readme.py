@@ -34,7 +34,7 @@ FIRST_SCREEN_LINES = 40
 NOT_GUIDES = {"index.md", "settings.md"}
 
 # Hex words that are not commit hashes: the offload handle of docs/offload.md's example.
-NOT_HASHES = {"002822306121d3ff"}  # the read-back handle examples/readback.py prints
+NOT_HASHES = {"002822306121d3ff", "3f2a9c1b7d4e5a60"}  # read-back handles the guides show
 HISTORY = re.compile(r"\b[Ii]ssues? #?\d+|\bthis round\b|\bcommit [0-9a-f]{7}", re.IGNORECASE)
 HEX_WORD = re.compile(r"\b(?=[0-9a-f]*[a-f])(?=[0-9a-f]*[0-9])[0-9a-f]{7,40}\b")
 LINK = re.compile(r"\[[^\]]*\]\(([^)\s]+)\)")
