@@ -6,8 +6,9 @@ Against llama.cpp's server (SmolLM2-135M, a 4,096-token context, one slot):
   the agent's prompt plus one instruction, so the server reads at least 0.9 of it from its
   prefix cache (its own ``cached_tokens``, as the ledger records it under ``kind="summary"``);
 * with ``offload=True``, the model reads an offloaded result back through ``ctxmw_expand`` and
-  the tool loop answers it. The tiny model calls tools only after a worked example, so the
-  history holds one: an earlier offloaded result that the agent read back the same way.
+  ctxmw answers it inside the call (the round is in the save_file, its call marked
+  ``readback``; the conversation never shows it). The tiny model calls tools only after a
+  worked example, so the history holds one: earlier offloaded results read back the same way.
 """
 
 from __future__ import annotations
@@ -179,11 +180,20 @@ async def test_the_model_reads_an_offloaded_result_back_through_the_tool_loop(
     except Exception as exc:  # what the tiny model does after the round trip is not tested
         print(f"\nafter the round trip the loop stopped: {type(exc).__name__}: {exc}"[:300])
     handle = handle_for("call_5", LOGS["b.log"])
-    new = session.messages[16:]
-    calls = [tc for m in new if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()]
-    print("\n", json.dumps(new, indent=1)[:3000])
+    # The read-back rounds ctxmw answered inside the call are in the save_file (after their
+    # ``readback`` record), not in the conversation: the caller never sees a ctxmw_expand call.
+    lines = [json.loads(x) for x in save_file.read_text().splitlines()[16:]]
+    print("\n", json.dumps(lines, indent=1)[:3000])
+    assert not any(
+        tc["function"]["name"] == "ctxmw_expand"
+        for m in session.messages[16:]
+        for tc in m.get("tool_calls") or ()
+        if m.get("role") == "assistant"
+    )
+    calls = [tc for m in lines if m.get("role") == "assistant" for tc in m.get("tool_calls") or ()]
     expands = [tc for tc in calls if tc["function"]["name"] == "ctxmw_expand"]
     assert expands, "the model did not call ctxmw_expand"
     assert json.loads(expands[0]["function"]["arguments"])["handle"] == handle
-    answers = {m["tool_call_id"]: m["content"] for m in session.messages if m["role"] == "tool"}
+    answers = {m["tool_call_id"]: m["content"] for m in lines if m.get("role") == "tool"}
     assert answers[expands[0]["id"]].startswith(f"[{handle}: characters ")
+    assert [r.readback for r in records][:2] == [False, True], "the read-back call is marked"
