@@ -52,11 +52,12 @@ class EconomicSettings(BaseSettings):
         "from the conversation (false: compacted results cannot be read back).",
     )
     economic_break_even: float = Field(
-        2.0,
+        3.0,
         gt=0,
         description="shorten_tools_economic: move the boundary once the rent paid since the last "
         "move reaches this multiple of the rewrite cost (1.0: the classic ski-rental "
-        "break-even; 2.0 risks less against sending everything).",
+        "break-even; 3.0 moves less often, risks less against sending everything and keeps "
+        "more results whole).",
     )
     economic_guard: float | None = Field(
         1.04,
