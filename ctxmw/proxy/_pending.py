@@ -62,6 +62,8 @@ class Pending:
         size: about the bytes the request's messages hold (``held_bytes``).
         budget: the request's time for the shared state, before and after the upstream call.
         readback: its read-back plan, when the chain shows handles (:mod:`._readback_hook`).
+        request: the request's data as the pre-call hook left it (read-back's extra calls
+            are made from it).
     """
 
     identity: Identity
@@ -81,6 +83,7 @@ class Pending:
     size: int = 0
     budget: StateBudget = field(default_factory=lambda: StateBudget(2.0))
     readback: ReadbackPlan | None = None
+    request: dict[str, Any] = field(default_factory=dict)
 
     def serves(self, route: str | None) -> bool:
         """Whether a deployment call of ``route`` gets the strategies: the request's own route

@@ -145,7 +145,7 @@ async def settle(
     """
     plan = pending.readback
     assert plan is not None  # the hook calls this only for a declared plan
-    kwargs = router_call_kwargs(plan, data, stream=False)
+    kwargs = router_call_kwargs(plan, pending.request or data, stream=False)
     rounds = Rounds(plan, kwargs, router, pending.wire, response)
     turn = Turn(working=[])
     final = await read_back(
@@ -160,7 +160,7 @@ def stream(
     """The client's stream for a chat ``response`` stream, and the turn that gets its splice."""
     plan = pending.readback
     assert plan is not None  # the hook calls this only for a declared plan
-    kwargs = router_call_kwargs(plan, data, stream=True)
+    kwargs = router_call_kwargs(plan, pending.request or data, stream=True)
     turn = Turn(working=[])
     rounds = Rounds(plan, kwargs, router, pending.wire)
     return ReadbackStream(response, plan.prompt, turn, rounds, intercept=True), turn

@@ -151,6 +151,7 @@ class CtxmwProxyHook(CustomLogger):
         except RecursionError as exc:
             raise http_error(400, nested_too_deep(_conversation_of(data))) from exc
         pending.translation, pending.route = translation, route_of(name) or "chat"
+        pending.request = dict(data)  # as the client sent it, before the router adds its keys
         self._pending.put(pending, request, data, data.get("proxy_server_request"))
         if any(strategy == "inbox" for strategy, _ in pending.strategies):
             await inbox.claim(self.state, pending, self.config.on_state_error, self._metrics)
