@@ -311,10 +311,55 @@ async def test_messages_read_backs_beside_the_clients_calls_are_taken_out(tmp_pa
     assert router.calls == []
 
 
-async def test_a_messages_stream_is_not_given_the_tool(tmp_path: Path) -> None:
-    hook = make_hook(tmp_path, Router())
-    sent = await serve(hook, ANTHROPIC, anthropic_request(8), lambda s: [], stream=True)
-    assert READBACK_TOOL_NAME not in tool_names(sent.sent)
+def sse(message: dict[str, Any]) -> list[bytes]:
+    """A Messages reply as the server-sent events of its stream (one event a chunk)."""
+    events: list[dict[str, Any]] = [
+        {"type": "message_start", "message": {**message, "content": []}}
+    ]
+    for i, block in enumerate(message["content"]):
+        if block["type"] == "tool_use":
+            start, delta = {**block, "input": {}}, {"type": "input_json_delta"}
+            delta["partial_json"] = json.dumps(block["input"])
+        elif block["type"] == "thinking":
+            start = {"type": "thinking", "thinking": ""}
+            delta = {"type": "thinking_delta", "thinking": block["thinking"]}
+        else:
+            start, delta = (
+                {"type": "text", "text": ""},
+                {"type": "text_delta", "text": block["text"]},
+            )
+        events += [
+            {"type": "content_block_start", "index": i, "content_block": start},
+            {"type": "content_block_delta", "index": i, "delta": delta},
+            {"type": "content_block_stop", "index": i},
+        ]
+    stop = {"type": "message_delta", "delta": {"stop_reason": message.get("stop_reason")}}
+    events += [{**stop, "usage": {"output_tokens": 5}}, {"type": "message_stop"}]
+    return [f"event: {e['type']}\ndata: {json.dumps(e)}\n\n".encode() for e in events]
+
+
+def parsed(chunks: Sequence[Any]) -> list[dict[str, Any]]:
+    text_ = b"".join(chunks).decode()
+    return [json.loads(line[5:]) for line in text_.splitlines() if line.startswith("data:")]
+
+
+async def test_messages_a_streamed_read_back_never_reaches_the_client(tmp_path: Path) -> None:
+    router = Router(anthropic=[lambda kwargs: _aiter(sse(anthropic_answer(1)))])
+    hook = make_hook(tmp_path, router)
+    served = await serve(
+        hook, ANTHROPIC, anthropic_request(8), lambda s: sse(anthropic_reading(s)), stream=True
+    )
+    events = parsed(served.reply)
+    assert READBACK_TOOL_NAME not in json.dumps(events)
+    assert [e["type"] for e in events].count("message_start") == 1
+    assert [e["type"] for e in events].count("message_stop") == 1
+    starts = [(e["index"], e["content_block"]["type"]) for e in events if "content_block" in e]
+    assert starts == [(0, "thinking"), (1, "text")]  # the read-back's block left out, renumbered
+    (call,) = router.calls
+    assert call["stream"] is True
+    assert call["messages"][-2]["content"][0]["thinking"] == "I need lines 1-3."
+    assert call["messages"][-1]["content"][0]["tool_use_id"] == "toolu_rb"
+    assert [line["readback"] for line in ledger(tmp_path)] == [False, True]
 
 
 # ---- /v1/responses --------------------------------------------------------------------------
@@ -346,6 +391,40 @@ async def test_responses_a_reply_that_only_reads_back_is_answered(tmp_path: Path
     assert answered["call_id"] == "call_rb"
     assert "round " in answered["output"]
     assert call["input"][:-3] == served.sent["input"]
+    assert [line["readback"] for line in ledger(tmp_path)] == [False, True]
+
+
+def response_events(response: dict[str, Any]) -> list[dict[str, Any]]:
+    """A Responses reply as the events of its stream."""
+    opened = {**response, "status": "in_progress", "output": []}
+    events: list[dict[str, Any]] = [{"type": "response.created", "response": opened}]
+    for i, item in enumerate(response["output"]):
+        events.append({"type": "response.output_item.added", "output_index": i, "item": item})
+        if item["type"] == "message":
+            delta = {"type": "response.output_text.delta", "output_index": i, "delta": "ok"}
+            events.append(delta)
+        events.append({"type": "response.output_item.done", "output_index": i, "item": item})
+    return [*events, {"type": "response.completed", "response": response}]
+
+
+async def test_responses_a_streamed_read_back_never_reaches_the_client(tmp_path: Path) -> None:
+    router = Router(responses=[lambda kwargs: _aiter(response_events(responses_answer(1)))])
+    hook = make_hook(tmp_path, router)
+    served = await serve(
+        hook,
+        RESPONSES,
+        responses_request(8),
+        lambda s: response_events(responses_reading(s)),
+        stream=True,
+    )
+    events = served.reply
+    assert READBACK_TOOL_NAME not in json.dumps(events)
+    assert [e["type"] for e in events].count("response.created") == 1
+    added = [(e["output_index"], e["item"]["type"]) for e in events if "item" in e]
+    assert added[::2] == [(0, "reasoning"), (1, "message")]
+    assert events[-1]["response"] == responses_answer(1)
+    (call,) = router.calls
+    assert call["input"][-1]["call_id"] == "call_rb"
     assert [line["readback"] for line in ledger(tmp_path)] == [False, True]
 
 

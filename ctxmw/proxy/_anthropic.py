@@ -352,6 +352,10 @@ def _streamed_message(chunks: Sequence[Any]) -> dict[str, Any]:
 def _apply_delta(block: dict[str, Any], delta: Mapping[str, Any], partial: dict[int, str]) -> None:
     if delta.get("type") == "text_delta":
         block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
+    elif delta.get("type") == "thinking_delta":  # a reply read back is sent again, signed
+        block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+    elif delta.get("type") == "signature_delta":
+        block["signature"] = str(delta.get("signature", ""))
     elif delta.get("type") == "input_json_delta":
         partial[id(block)] = partial.get(id(block), "") + str(delta.get("partial_json", ""))
 

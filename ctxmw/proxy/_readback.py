@@ -31,6 +31,7 @@ from typing import Any
 from ctxmw.context.readback import READBACK_TOOL, READBACK_TOOL_NAME, answer, handles_in
 from ctxmw.messages.form import response_message
 from ctxmw.proxy._anthropic import _reply as anthropic_reply
+from ctxmw.proxy._anthropic import _streamed_message
 from ctxmw.proxy._responses import _reply as responses_reply
 from ctxmw.runtime._readback import refusal, without_readbacks
 from ctxmw.types import Message, Messages
@@ -109,10 +110,15 @@ class ReadbackPlan:
 
     def shaped(self, response: Any) -> Any:
         """A reply (or a chat stream's chunks) as the telemetry reads it."""
-        if self.route == "chat" or isinstance(response, list):
+        if self.route == "chat":
             return response
-        reply = anthropic_reply if self.route == "anthropic" else responses_reply
-        return reply(_plain(response))
+        if self.route == "anthropic":
+            built = _streamed_message(response) if isinstance(response, list) else response
+            return anthropic_reply(_plain(built))
+        if isinstance(response, list):
+            ends = [_get(e, "response") for e in response if _get(e, "response") is not None]
+            response = ends[-1] if ends else {}
+        return responses_reply(_plain(response))
 
     def follow(
         self, kwargs: dict[str, Any], sent: Messages, response: Any, answers: Messages

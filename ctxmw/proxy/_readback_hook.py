@@ -5,12 +5,12 @@
    the replies they belong to; the result is the strategies' input.
 2. :func:`declare_tool`, on what the deployment hook returns: ``ctxmw_expand`` is declared
    (:func:`~ctxmw.proxy._readback.declare`).
-3. :func:`settle` (a whole reply) or :func:`stream` (a chat stream): the round, its extra
+3. :func:`settle` (a whole reply) or :func:`stream`: the round, its extra
    calls made through the router (:class:`Rounds`), and :func:`keep` for read-backs beside the
    client's own calls.
 
-A stream of ``/v1/messages`` or ``/v1/responses`` is not intercepted: ``ctxmw_expand`` is not
-declared to it, so its model cannot call it.
+A stream of ``/v1/messages`` or ``/v1/responses`` is read event by event
+(:mod:`._readback_events`).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from ctxmw.proxy import _readback_state as kept
 from ctxmw.proxy._guard import failed, http_error
 from ctxmw.proxy._pending import Pending
 from ctxmw.proxy._readback import ReadbackPlan, declare, router_call_kwargs, router_method
+from ctxmw.proxy._readback_events import EventStream
 from ctxmw.proxy.metrics import Metrics
 from ctxmw.proxy.telemetry import FleetRecorders
 from ctxmw.runtime._readback import read_back
@@ -79,7 +80,7 @@ async def prepare(state: State, pending: Pending, max_bytes: int) -> None:
 def declare_tool(pending: Pending, sent: dict[str, Any], prompt: Messages) -> dict[str, Any]:
     """``sent`` with ``ctxmw_expand`` declared when this request gets it (see the module doc)."""
     plan = pending.readback
-    if plan is None or (sent.get("stream") and plan.route != "chat"):
+    if plan is None:
         return sent
     declared = declare(plan.route, sent, prompt, reads_back=True)
     if declared is None:
@@ -156,13 +157,16 @@ async def settle(
 
 def stream(
     pending: Pending, data: Mapping[str, Any], response: Any, router: Any
-) -> tuple[ReadbackStream, Turn]:
-    """The client's stream for a chat ``response`` stream, and the turn that gets its splice."""
+) -> tuple[ReadbackStream | EventStream, Turn]:
+    """The client's stream for a ``response`` stream (chat chunks, or a route's events), and
+    the turn that gets its splice."""
     plan = pending.readback
     assert plan is not None  # the hook calls this only for a declared plan
     kwargs = router_call_kwargs(plan, pending.request or data, stream=True)
     turn = Turn(working=[])
     rounds = Rounds(plan, kwargs, router, pending.wire)
+    if plan.route != "chat":
+        return EventStream(response, plan, turn, rounds), turn
     return ReadbackStream(response, plan.prompt, turn, rounds, intercept=True), turn
 
 
