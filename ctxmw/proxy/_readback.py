@@ -30,13 +30,21 @@ from typing import Any
 
 from ctxmw.context.readback import READBACK_TOOL, READBACK_TOOL_NAME, answer, handles_in
 from ctxmw.messages.form import response_message
-from ctxmw.proxy._anthropic import _reply as anthropic_reply
-from ctxmw.proxy._anthropic import _streamed_message
-from ctxmw.proxy._responses import _reply as responses_reply
+from ctxmw.proxy._anthropic import chat_reply_of as anthropic_reply
+from ctxmw.proxy._anthropic import streamed_message
+from ctxmw.proxy._responses import chat_reply_of as responses_reply
 from ctxmw.runtime._readback import refusal, without_readbacks
 from ctxmw.types import Message, Messages
 
-__all__ = ["ReadbackPlan", "declare", "route_tool", "router_call_kwargs", "router_method"]
+__all__ = [
+    "ReadbackPlan",
+    "declare",
+    "field_of",
+    "plain",
+    "route_tool",
+    "router_call_kwargs",
+    "router_method",
+]
 
 _FUNCTION: dict[str, Any] = READBACK_TOOL["function"]
 _NOT_FORWARDED = frozenset({"litellm_logging_obj", "litellm_call_id"})
@@ -97,7 +105,7 @@ class ReadbackPlan:
         if self.route == "chat":
             return response_message(response)
         reply = anthropic_reply if self.route == "anthropic" else responses_reply
-        message: Message = reply(_plain(response))["choices"][0]["message"]
+        message: Message = reply(plain(response))["choices"][0]["message"]
         return message
 
     def strip(self, response: Any) -> Any:
@@ -109,16 +117,18 @@ class ReadbackPlan:
         return _responses_without(response)
 
     def shaped(self, response: Any) -> Any:
-        """A reply (or a chat stream's chunks) as the telemetry reads it."""
+        """A reply (or the chunks or events of a stream) as the telemetry reads it."""
         if self.route == "chat":
             return response
         if self.route == "anthropic":
-            built = _streamed_message(response) if isinstance(response, list) else response
-            return anthropic_reply(_plain(built))
+            built = streamed_message(response) if isinstance(response, list) else response
+            return anthropic_reply(plain(built))
         if isinstance(response, list):
-            ends = [_get(e, "response") for e in response if _get(e, "response") is not None]
+            ends = [
+                field_of(e, "response") for e in response if field_of(e, "response") is not None
+            ]
             response = ends[-1] if ends else {}
-        return responses_reply(_plain(response))
+        return responses_reply(plain(response))
 
     def follow(
         self, kwargs: dict[str, Any], sent: Messages, response: Any, answers: Messages
@@ -128,14 +138,14 @@ class ReadbackPlan:
         if self.route == "chat":
             return {**kwargs, "messages": sent}
         if self.route == "anthropic":
-            content = _get(_plain(response), "content") or []
+            content = field_of(plain(response), "content") or []
             results = [_tool_result(a) for a in answers]
             turns = [
                 {"role": "assistant", "content": content},
                 {"role": "user", "content": results},
             ]
             return {**kwargs, "messages": [*kwargs["messages"], *turns]}
-        items = [_plain(i) for i in _get(response, "output") or []]
+        items = [plain(i) for i in field_of(response, "output") or []]
         outputs = [_output_item(a) for a in answers]
         given = kwargs.get("input")
         given = (
@@ -211,11 +221,12 @@ def _bounded(message: Message, max_bytes: int) -> Message:
     return {**message, "content": kept + note}
 
 
-def _get(obj: Any, name: str) -> Any:
+def field_of(obj: Any, name: str) -> Any:
+    """``obj[name]`` of a mapping, else its attribute (None when missing)."""
     return obj.get(name) if isinstance(obj, Mapping) else getattr(obj, name, None)
 
 
-def _plain(obj: Any) -> Any:
+def plain(obj: Any) -> Any:
     """A pydantic response or item as a plain dict (dicts pass)."""
     dump = getattr(obj, "model_dump", None)
     return dump(exclude_none=True) if callable(dump) else obj
@@ -238,22 +249,22 @@ def _output_item(message: Message) -> dict[str, Any]:
 
 
 def _reads(block: Any) -> bool:
-    kind = _get(block, "type")
-    return kind in ("tool_use", "function_call") and _get(block, "name") == READBACK_TOOL_NAME
+    kind = field_of(block, "type")
+    return kind in ("tool_use", "function_call") and field_of(block, "name") == READBACK_TOOL_NAME
 
 
 def _anthropic_without(response: Any) -> Any:
-    out = copy.deepcopy(_plain(response))
+    out = copy.deepcopy(plain(response))
     content = [b for b in out.get("content") or [] if not _reads(b)]
     out["content"] = content
-    if not any(_get(b, "type") == "tool_use" for b in content):
+    if not any(field_of(b, "type") == "tool_use" for b in content):
         out["stop_reason"] = "end_turn"
     return out
 
 
 def _responses_without(response: Any) -> Any:
     out = copy.deepcopy(response)
-    kept = [i for i in _get(out, "output") or [] if not _reads(i)]
+    kept = [i for i in field_of(out, "output") or [] if not _reads(i)]
     if isinstance(out, dict):
         out["output"] = kept
     else:

@@ -25,10 +25,10 @@ from typing import Any
 
 from ctxmw.context.readback import READBACK_TOOL_NAME, split_readbacks
 from ctxmw.messages.form import tool_calls_of
-from ctxmw.proxy._anthropic import _reply as anthropic_reply
-from ctxmw.proxy._anthropic import _streamed_message
-from ctxmw.proxy._readback import ReadbackPlan, _get, _plain
-from ctxmw.proxy._responses import _reply as responses_reply
+from ctxmw.proxy._anthropic import chat_reply_of as anthropic_reply
+from ctxmw.proxy._anthropic import streamed_message
+from ctxmw.proxy._readback import ReadbackPlan, field_of, plain
+from ctxmw.proxy._responses import chat_reply_of as responses_reply
 from ctxmw.runtime._readback import READBACK_ROUNDS, warn_once
 from ctxmw.runtime._splices import Readbacks, Splice
 from ctxmw.runtime.turn import Turn
@@ -107,7 +107,7 @@ class EventStream:
 
     def _take(self, event: Any) -> None:
         self._raw.append(event)
-        kind = str(getattr(_get(event, "type"), "value", _get(event, "type")))
+        kind = str(getattr(field_of(event, "type"), "value", field_of(event, "type")))
         if kind in _HEADS:
             if self._first:
                 self._ready.append(self._out(_without_reads(event)))
@@ -116,7 +116,7 @@ class EventStream:
             self._held.append(event)
             return
         key = "index" if self._anthropic else "output_index"
-        index = _get(event, key)
+        index = field_of(event, key)
         if not isinstance(index, int):
             self._ready.append(self._out(event))
             return
@@ -164,13 +164,13 @@ class EventStream:
     def _reply(self) -> tuple[Message, Any]:
         """The reply this stream made, in chat form and as the route's response."""
         if self._anthropic:
-            built = _streamed_message(self._raw)
+            built = streamed_message(self._raw)
             message: Message = anthropic_reply(built)["choices"][0]["message"]
             return message, built
         items = [
-            _plain(_get(e, "item"))
+            plain(field_of(e, "item"))
             for e in self._raw
-            if str(getattr(_get(e, "type"), "value", _get(e, "type")))
+            if str(getattr(field_of(e, "type"), "value", field_of(e, "type")))
             == "response.output_item.done"
         ]
         message = responses_reply({"output": items})["choices"][0]["message"]
@@ -188,8 +188,8 @@ class EventStream:
 
 def _without_reads(event: Any) -> Any:
     """A Responses event whose ``response`` lists no read-back item (a copy when changed)."""
-    response = _get(event, "response")
-    output = _get(response, "output")
+    response = field_of(event, "response")
+    output = field_of(response, "output")
     if not isinstance(output, list) or not any(_starts_read({"item": i}) for i in output):
         return event
     kept = [i for i in output if not _starts_read({"item": i})]
@@ -201,17 +201,17 @@ def _without_reads(event: Any) -> Any:
 
 
 def _starts_read(event: Any) -> bool:
-    block = _get(event, "content_block")
+    block = field_of(event, "content_block")
     if block is None:
-        block = _get(event, "item")
+        block = field_of(event, "item")
     return bool(
-        _get(block, "type") in ("tool_use", "function_call")
-        and _get(block, "name") == READBACK_TOOL_NAME
+        field_of(block, "type") in ("tool_use", "function_call")
+        and field_of(block, "name") == READBACK_TOOL_NAME
     )
 
 
 def _with(event: Any, key: str, index: int) -> Any:
-    if _get(event, key) == index:
+    if field_of(event, key) == index:
         return event
     if isinstance(event, dict):
         return {**event, key: index}
