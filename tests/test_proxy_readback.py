@@ -19,7 +19,9 @@ import pytest
 from ctxmw._litellm import stream_chunk_builder, stream_chunks
 from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.proxy import CtxmwProxyHook, config_from_mapping
+from ctxmw.proxy._readback_state import MAX_ARGUMENT_BYTES, entry_of
 from ctxmw.proxy.tenancy import scope_of
+from ctxmw.runtime._splices import Splice
 from ctxmw.state import MemoryState, State, key
 from ctxmw.testing import FakeCompletion, handles, readback, text, tool_call, tool_calls, usage
 from tests._proxy_routes import anthropic_answer, responses_answer
@@ -443,3 +445,32 @@ async def test_responses_read_backs_beside_the_clients_calls_are_taken_out(
     names = [i.get("name") for i in served.reply["output"] if i["type"] == "function_call"]
     assert names == ["shell"]
     assert router.calls == []
+
+
+async def test_kept_read_backs_of_replies_the_client_no_longer_sends_are_forgotten(
+    tmp_path: Path,
+) -> None:
+    state = MemoryState()
+    hook = make_hook(tmp_path, Router(), state)
+    body = chat_body()
+    own = tool_call("read", {"n": 9}, id="own1")
+    await serve(
+        hook, CHAT, body, lambda s: tool_calls(own, readback(chat_handle(s), 1, 3, id="rb1"))
+    )
+    stored = key(f"{scope_of(Key())}/conv", "readbacks")
+    assert await state.get(stored) is not None
+    other = tool_call("read", {"n": 10}, id="own2")  # a new history: own1's reply is gone
+    await serve(
+        hook, CHAT, body, lambda s: tool_calls(other, readback(chat_handle(s), 1, 3, id="rb2"))
+    )
+    raw = await state.get(stored)
+    assert raw is not None
+    assert "rb2" in raw
+    assert "rb1" not in raw
+
+
+def test_a_read_back_with_arguments_over_the_bound_is_kept_nowhere() -> None:
+    reply = {"role": "assistant", "tool_calls": [tool_call("read", {}, id="o")]}
+    huge = readback("0" * 16, pattern="x" * (MAX_ARGUMENT_BYTES + 1), id="r")
+    reply["tool_calls"].append(huge)
+    assert entry_of(Splice(reply, ())) is None
