@@ -66,12 +66,10 @@ async def prepare(state: State, pending: Pending, max_bytes: int) -> None:
     )
     found = kept.splices_of(entries, pending.transcript)
     splices = {}
-    for key, (reply, entry) in found.items():
-        splice = Splice(reply, ())
-        splice.answers = tuple(await plan.answer(splice.calls, refuse=False))
-        splices[key] = splice
-        entry["live"] = True
-    plan.entries = [e for e in entries if e.pop("live", False)]
+    for key, (reply, _) in found.items():
+        calls = Splice(reply, ()).calls
+        splices[key] = Splice(reply, tuple(await plan.answer(calls, refuse=False)))
+    plan.entries = [entry for _, entry in found.values()]  # the replies still sent
     pending.transcript = splice_in(pending.transcript, splices)
     plan.source = pending.transcript
     pending.readback = plan
