@@ -109,6 +109,7 @@ class Rounds:
     ) -> None:
         self.plan, self.kwargs, self.router, self.wire = plan, kwargs, router, wire
         self.reply, self.answers, self.streams = reply, list[Any](), 0
+        self._wire = dict(wire)  # the chat wire of the stream being read
 
     async def answer(self, calls: Sequence[Mapping[str, Any]], *, refuse: bool) -> Messages:
         self.answers = await self.plan.answer(calls, refuse=refuse)
@@ -185,7 +186,12 @@ async def keep(state: State, pending: Pending, splice: Splice | None) -> None:
 
 
 async def answered(
-    state: State, pending: Pending, data: Mapping[str, Any], response: Any, router: Any
+    state: State,
+    pending: Pending,
+    data: Mapping[str, Any],
+    response: Any,
+    router: Any,
+    metrics: Metrics,
 ) -> Any:
     """The reply the client gets for a whole ``response``; read-backs beside its own calls
     kept. An extra call that fails gives the claimed notes back (the request's answer is
@@ -195,7 +201,7 @@ async def answered(
         final, splice = await settle(pending, data, response, router)
     except Exception as exc:
         if pending.notes:
-            await inbox.give_back(state, pending, Metrics())
+            await inbox.give_back(state, pending, metrics)
         raise http_error(502, _failure(pending, exc)) from exc
     await keep(state, pending, splice)
     return final

@@ -203,7 +203,10 @@ class CtxmwProxyHook(CustomLogger):
         pending = self._pending.pop(data.get("litellm_logging_obj"))
         final = None
         if pending is not None and pending.readback is not None and pending.readback.declared:
-            final = await readback.answered(self.state, pending, data, response, self._llm_router())
+            router = self._llm_router()
+            final = await readback.answered(
+                self.state, pending, data, response, router, self._metrics
+            )
         if pending is not None and pending.wire:
             await self._commit(pending, data, response)
         return final
