@@ -20,11 +20,14 @@ A request's path through the hooks (all in the process that accepted it):
    replica summarises anew). A strategy's own call (a summary) goes to this deployment with
    the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`). LiteLLM's second
    call for a request it translates goes as LiteLLM made it (:mod:`ctxmw.proxy._routes`).
-3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
+3. ``async_post_call_success_hook`` (before the client gets the answer; for a stream, as it is
+   read): the model's ``ctxmw_expand`` calls are answered first (:mod:`._readback_hook`, the
+   tool declared in step 2 when the prompt shows a handle). Then the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
-   the same happens once the stream has been read to its end. None of it can turn the answer
-   into an error: a failure is logged without content and counted.
+   the same happens once the stream has been read to its end. No recording can turn the answer
+   into an error (a failure is logged without content and counted); a read-back's extra call
+   that fails answers HTTP 502.
 4. ``async_post_call_failure_hook``: the claimed notes go back to the inbox.
 """
 
