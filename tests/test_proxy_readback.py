@@ -474,3 +474,29 @@ def test_a_read_back_with_arguments_over_the_bound_is_kept_nowhere() -> None:
     huge = readback("0" * 16, pattern="x" * (MAX_ARGUMENT_BYTES + 1), id="r")
     reply["tool_calls"].append(huge)
     assert entry_of(Splice(reply, ())) is None
+
+
+async def test_a_streamed_reply_mixing_read_backs_and_own_calls_keeps_only_its_own(
+    tmp_path: Path,
+) -> None:
+    state, router = MemoryState(), Router()
+    hook = make_hook(tmp_path, router, state)
+    own = {"type": "tool_use", "id": "toolu_own", "name": "read_file", "input": {"p": 1}}
+    served = await serve(
+        hook,
+        ANTHROPIC,
+        anthropic_request(8),
+        lambda s: sse(anthropic_reading(s, own)),
+        stream=True,
+    )
+    events = parsed(served.reply)
+    assert READBACK_TOOL_NAME not in json.dumps(events)
+    uses = [
+        e["content_block"] for e in events if e.get("content_block", {}).get("type") == "tool_use"
+    ]
+    assert [u["id"] for u in uses] == ["toolu_own"]
+    assert events[-2]["delta"]["stop_reason"] == "tool_use"
+    assert router.calls == []
+    raw = await state.get(key(f"{scope_of(Key())}/conv", "readbacks"))
+    assert raw is not None
+    assert "toolu_rb" in raw
