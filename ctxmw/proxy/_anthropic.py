@@ -34,7 +34,13 @@ from ctxmw.proxy._request import checked_messages
 from ctxmw.proxy._translation import ORIGIN, Translation
 from ctxmw.types import Message, Messages
 
-__all__ = ["ORIGIN", "AnthropicTranslation", "anthropic_translation"]
+__all__ = [
+    "ORIGIN",
+    "AnthropicTranslation",
+    "anthropic_translation",
+    "chat_reply_of",
+    "streamed_message",
+]
 
 
 _VERBATIM = frozenset({"thinking", "redacted_thinking"})
@@ -78,11 +84,11 @@ class AnthropicTranslation(Translation):
     def telemetry(self, response: object) -> object:
         """A Messages response (or its stream's server-sent events) as a chat response."""
         if isinstance(response, list | tuple):
-            return _reply(_streamed_message(response))
+            return chat_reply_of(streamed_message(response))
         if not isinstance(response, Mapping):
             return response
         bridged = getattr(self._request, "bridged_model_response", None)
-        return bridged if bridged is not None else _reply(response)
+        return bridged if bridged is not None else chat_reply_of(response)
 
     def _back(self, prompt: Messages) -> tuple[Any, list[Any]]:
         systems = [m for m in prompt if m.get("role") == "system"]
@@ -312,7 +318,8 @@ def _marked(blocks: list[Any], control: Any) -> list[Any]:
     return blocks
 
 
-def _reply(message: Mapping[str, Any]) -> dict[str, Any]:
+def chat_reply_of(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A Messages response (a dict) as a chat response (a dict), for telemetry and read-back."""
     content = message.get("content") or []
     usage = message.get("usage") or {}
     read = usage.get("cache_read_input_tokens")
@@ -328,7 +335,7 @@ def _reply(message: Mapping[str, Any]) -> dict[str, Any]:
     )
 
 
-def _streamed_message(chunks: Sequence[Any]) -> dict[str, Any]:
+def streamed_message(chunks: Sequence[Any]) -> dict[str, Any]:
     """The message a stream of Messages events built (text, tool uses, usage)."""
     message: dict[str, Any] = {"content": [], "usage": {}}
     partial: dict[int, str] = {}
@@ -352,6 +359,10 @@ def _streamed_message(chunks: Sequence[Any]) -> dict[str, Any]:
 def _apply_delta(block: dict[str, Any], delta: Mapping[str, Any], partial: dict[int, str]) -> None:
     if delta.get("type") == "text_delta":
         block["text"] = str(block.get("text", "")) + str(delta.get("text", ""))
+    elif delta.get("type") == "thinking_delta":  # a reply read back is sent again, signed
+        block["thinking"] = str(block.get("thinking", "")) + str(delta.get("thinking", ""))
+    elif delta.get("type") == "signature_delta":
+        block["signature"] = str(delta.get("signature", ""))
     elif delta.get("type") == "input_json_delta":
         partial[id(block)] = partial.get(id(block), "") + str(delta.get("partial_json", ""))
 

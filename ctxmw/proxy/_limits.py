@@ -14,6 +14,7 @@ number, or ``os.environ/NAME`` like the rest of the file)::
         telemetry_bytes: 16777216          # saved telemetry states this replica keeps
         memory_state_bytes: 67108864       # values of ``state: memory``
         pending_bytes: 268435456           # requests between their first and last hook
+        readback_bytes: 65536              # one ctxmw_expand answer
 
 The note bounds are checked when a note is stored (HTTP 413 for one note over its bound, 429
 for a conversation or scope that holds too much, naming the limit); the replica's bounds by
@@ -50,6 +51,8 @@ class ProxyLimits:
         memory_state_bytes: the values and notes of ``state: memory`` (one replica).
         pending_bytes: requests between their first and last hook (a request whose last hook
             never ran is forgotten first).
+        readback_bytes: the most UTF-8 bytes of one ``ctxmw_expand`` answer (beside the
+            ``readback_max_chars`` setting; a longer one is cut and says so).
     """
 
     note_bytes: int = 64 * 1024
@@ -61,6 +64,7 @@ class ProxyLimits:
     telemetry_bytes: int = 16 * _MIB
     memory_state_bytes: int = 64 * _MIB
     pending_bytes: int = 256 * _MIB
+    readback_bytes: int = 64 * 1024
 
 
 def limits_from(options: object) -> ProxyLimits:

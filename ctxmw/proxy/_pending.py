@@ -21,7 +21,7 @@ from __future__ import annotations
 import uuid
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxmw.proxy._guard import StateBudget
 from ctxmw.proxy._routes import Translation
@@ -30,6 +30,9 @@ from ctxmw.settings import Settings
 from ctxmw.state import Note
 from ctxmw.strategies._chain import NamedStrategy
 from ctxmw.types import Messages
+
+if TYPE_CHECKING:
+    from ctxmw.proxy._readback import ReadbackPlan
 
 __all__ = ["Pending", "PendingRequests"]
 
@@ -58,6 +61,9 @@ class Pending:
             go upstream unchanged, and nothing is recorded.
         size: about the bytes the request's messages hold (``held_bytes``).
         budget: the request's time for the shared state, before and after the upstream call.
+        readback: its read-back plan, when the chain shows handles (:mod:`._readback_hook`).
+        request: the request's data as the pre-call hook left it (read-back's extra calls
+            are made from it).
     """
 
     identity: Identity
@@ -76,6 +82,8 @@ class Pending:
     passthrough: bool = False
     size: int = 0
     budget: StateBudget = field(default_factory=lambda: StateBudget(2.0))
+    readback: ReadbackPlan | None = None
+    request: dict[str, Any] = field(default_factory=dict)
 
     def serves(self, route: str | None) -> bool:
         """Whether a deployment call of ``route`` gets the strategies: the request's own route

@@ -29,7 +29,7 @@ from ctxmw.proxy._replies import chat_reply, function_call
 from ctxmw.proxy._translation import ORIGIN, Translation
 from ctxmw.types import Message, Messages
 
-__all__ = ["ORIGIN", "ResponsesTranslation", "responses_translation"]
+__all__ = ["ORIGIN", "ResponsesTranslation", "chat_reply_of", "responses_translation"]
 
 
 _INSTRUCTIONS = -1
@@ -79,7 +79,7 @@ class ResponsesTranslation(Translation):
             response = next((r for r in reversed(ends) if r is not None), None)
             if response is None:
                 return None
-        return _reply(response)
+        return chat_reply_of(response)
 
     def _items_of(self, message: Message) -> list[Any]:
         indexes = [i for i in _origin(message) if 0 <= i < len(self._items)]
@@ -261,7 +261,8 @@ def _get(obj: Any, key: str) -> Any:
     return obj.get(key) if isinstance(obj, Mapping) else getattr(obj, key, None)
 
 
-def _reply(response: Any) -> dict[str, Any]:
+def chat_reply_of(response: Any) -> dict[str, Any]:
+    """A Responses response as a chat response (a dict), for telemetry and read-back."""
     usage = _get(response, "usage")
     details = _get(usage, "input_tokens_details")
     text, calls = "", []

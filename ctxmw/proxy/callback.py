@@ -20,11 +20,14 @@ A request's path through the hooks (all in the process that accepted it):
    replica summarises anew). A strategy's own call (a summary) goes to this deployment with
    the request's credentials and metadata (:mod:`ctxmw.proxy._side_call`). LiteLLM's second
    call for a request it translates goes as LiteLLM made it (:mod:`ctxmw.proxy._routes`).
-3. ``async_post_call_success_hook`` (before the client gets the answer): the call is recorded
+3. ``async_post_call_success_hook`` (before the client gets the answer; for a stream, as it is
+   read): the model's ``ctxmw_expand`` calls are answered first (:mod:`._readback_hook`, the
+   tool declared in step 2 when the prompt shows a handle). Then the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
-   the same happens once the stream has been read to its end. None of it can turn the answer
-   into an error: a failure is logged without content and counted.
+   the same happens once the stream has been read to its end. No recording can turn the answer
+   into an error (a failure is logged without content and counted); a read-back's extra call
+   that fails answers HTTP 502.
 4. ``async_post_call_failure_hook``: the claimed notes go back to the inbox.
 """
 
@@ -44,6 +47,7 @@ from ctxmw.errors import UsageError
 from ctxmw.messages._memo import BoundedCache
 from ctxmw.messages.form import held_bytes
 from ctxmw.proxy import _inbox as inbox
+from ctxmw.proxy import _readback_hook as readback
 from ctxmw.proxy._guard import StateBudget, after_answer, failed, http_error
 from ctxmw.proxy._pending import Pending, PendingRequests
 from ctxmw.proxy._request import nested_too_deep
@@ -79,10 +83,14 @@ class CtxmwProxyHook(CustomLogger):
         config: the options; default: the ``ctxmw:`` section of the proxy's own config file,
             read on first use.
         state: the shared state; default: the one ``config.state`` names.
+        router: what read-back's extra calls go through; default: the proxy's ``llm_router``.
     """
 
-    def __init__(self, config: ProxyConfig | None = None, *, state: State | None = None) -> None:
+    def __init__(
+        self, config: ProxyConfig | None = None, *, state: State | None = None, router: Any = None
+    ) -> None:
         super().__init__()
+        self._router = router
         self._config = config
         self._state = state
         self._base: Settings | None = None
@@ -146,6 +154,7 @@ class CtxmwProxyHook(CustomLogger):
         except RecursionError as exc:
             raise http_error(400, nested_too_deep(_conversation_of(data))) from exc
         pending.translation, pending.route = translation, route_of(name) or "chat"
+        pending.request = dict(data)  # as the client sent it, before the router adds its keys
         self._pending.put(pending, request, data, data.get("proxy_server_request"))
         if any(strategy == "inbox" for strategy, _ in pending.strategies):
             await inbox.claim(self.state, pending, self.config.on_state_error, self._metrics)
@@ -160,10 +169,11 @@ class CtxmwProxyHook(CustomLogger):
         if pending is None or not pending.serves(route_of(_call_name(call_type))):
             return None
         try:
+            await readback.prepare(self.state, pending, self.config.limits.readback_bytes)
             prompt = await self._prompt(pending, kwargs)
         except RecursionError as exc:
             raise http_error(400, nested_too_deep(pending.transcript)) from exc
-        sent = _translation(pending).request(kwargs, prompt)
+        sent = readback.declare_tool(pending, _translation(pending).request(kwargs, prompt), prompt)
         pending.wire = _wire({**kwargs, "messages": prompt})
         pending.started = time.perf_counter()
         return sent
@@ -194,15 +204,26 @@ class CtxmwProxyHook(CustomLogger):
     ) -> Any:
         """Record the call and commit its state before the client gets the answer."""
         pending = self._pending.pop(data.get("litellm_logging_obj"))
+        final = None
+        if pending is not None and pending.readback is not None and pending.readback.declared:
+            router = self._llm_router()
+            final = await readback.answered(
+                self.state, pending, data, response, router, self._metrics
+            )
         if pending is not None and pending.wire:
             await self._commit(pending, data, response)
-        return None
+        return final
 
     async def async_post_call_streaming_iterator_hook(
         self, user_api_key_dict: Any, response: Any, request_data: dict[str, Any]
     ) -> AsyncGenerator[Any, None]:
         """Pass the stream through; once read to its end, commit like a whole answer."""
         chunks, complete = [], False
+        pending = self._pending.get(request_data.get("litellm_logging_obj"))
+        plan = pending.readback if pending is not None else None
+        turn = None
+        if pending is not None and plan is not None and plan.declared:
+            response, turn = readback.stream(pending, request_data, response, self._llm_router())
         try:
             async for chunk in response:
                 chunks.append(chunk)
@@ -212,6 +233,9 @@ class CtxmwProxyHook(CustomLogger):
             # A stream the client left (the proxy closes this generator) is forgotten now: its
             # notes stay claimed, and the conversation's next request takes them over.
             pending = self._pending.pop(request_data.get("litellm_logging_obj"))
+        if complete and pending is not None and plan is not None and turn is not None:
+            await readback.keep(self.state, pending, readback.splice_of(turn))
+            chunks = plan.first if plan.first is not None else chunks
         if complete and pending is not None and pending.wire:
             await self._commit(pending, request_data, chunks)
 
@@ -285,6 +309,8 @@ class CtxmwProxyHook(CustomLogger):
             await inbox.settle(self.state, pending, self._metrics)
         if record is not None:
             await self._publish(pending, data, record)
+        for extra in await readback.records(self._telemetry(), pending, self._metrics):
+            await self._publish(pending, {}, extra)
 
     async def _publish(self, pending: Pending, data: dict[str, Any], record: CallRecord) -> None:
         entry = {
@@ -312,6 +338,10 @@ class CtxmwProxyHook(CustomLogger):
         if sink is not None:  # Redis spends the request's budget; a file waits its own time
             wait = pending.budget if isinstance(sink, RedisLedger) else self.config.state_timeout
             await after_answer("ledger", lambda: sink.write(entry), wait, self._metrics)
+
+    def _llm_router(self) -> Any:
+        server = sys.modules.get("litellm.proxy.proxy_server")
+        return self._router or getattr(server, "llm_router", None)
 
     def _telemetry(self) -> FleetRecorders:
         if self._recorders is None:

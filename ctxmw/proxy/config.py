@@ -196,13 +196,14 @@ def _check(config: ProxyConfig) -> None:
 
 
 def _no_offload(settings: Settings, where: str) -> None:
-    # Offload's originals would live in one replica's memory, and its ctxmw_expand tool is never
-    # among the tools a client sends: the model would be told to call a tool it cannot call.
+    # Offload keeps each original in its own store (a replica's memory here), a second copy of
+    # tool output the proxy reads back from the request's own messages anyway.
     if any(name == "offload" for name, _ in resolve_strategies(None, settings)):
         raise SettingsError(
-            f"{where}: the 'offload' strategy cannot run in the proxy (the model could never call "
-            "ctxmw_expand to read an original back, and originals would live in one replica's "
-            "memory). Remove it; clients that want offload run ctxmw in their own process."
+            f"{where}: the 'offload' strategy cannot run in the proxy (it would keep every "
+            "large tool output in one replica's memory). Remove it: the default strategy's "
+            "compacted results are read back in the proxy (ctxmw answers ctxmw_expand from "
+            "the request's messages); clients that want offload run ctxmw in their own process."
         )
 
 

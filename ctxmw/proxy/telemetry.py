@@ -71,8 +71,13 @@ class FleetRecorders:
         """Bytes of the saved states kept in memory."""
         return self._bytes
 
-    async def record(self, pending: Pending, response: object) -> CallRecord:
+    async def record(
+        self, pending: Pending, response: object, readback: dict[str, Any] | None = None
+    ) -> CallRecord:
         """Measure one finished request against the conversation's previous one, and save.
+
+        ``readback``: the chat wire of an extra call ctxmw made past a reply that only read
+        back: its record is marked so, and nothing is saved (as for a library's read-back).
 
         Raises:
             StateUnavailable: the state could not be read within the request's budget (no
@@ -86,7 +91,7 @@ class FleetRecorders:
             )
         except Exception as exc:
             raise StateUnavailable(type(exc).__name__) from exc
-        wire = pending.wire
+        wire = pending.wire if readback is None else readback
         record = await recorder.record(
             model=str(wire.get("model", "")),
             wire_kwargs=wire,
@@ -96,7 +101,10 @@ class FleetRecorders:
             response=response,
             latency_s=time.perf_counter() - pending.started if pending.started else 0.0,
             round=round_,
+            readback=readback is not None,
         )
+        if readback is not None:
+            return record
         try:
             await pending.budget.run(lambda: self._save(conversation, recorder, round_ + 1))
         except Exception as exc:

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol
 
 from ctxmw.context.readback import (
@@ -98,38 +98,49 @@ def check_tool_names(names: set[str], reads_back: bool) -> None:
         )
 
 
-async def read_back(response: Any, prompt: Messages, turn: Turn, rounds: Rounds) -> Any:
+async def read_back(
+    response: Any,
+    prompt: Messages,
+    turn: Turn,
+    rounds: Rounds,
+    *,
+    message_of: Callable[[Any], Message] = response_message,
+    strip: Callable[[Any], Any] | None = None,
+) -> Any:
     """The reply the caller gets for ``response``: read-backs answered, the model called again
-    while a reply only reads back (see the module docstring)."""
+    while a reply only reads back (see the module docstring).
+
+    ``message_of`` reads a reply's assistant message in chat form and ``strip`` removes its
+    read-backs (default: :func:`without_readbacks`): the proxy's routes answer in other shapes.
+    """
     sent, answered = prompt, list[Message]()
+    strip = strip or without_readbacks
     for n in range(1, READBACK_ROUNDS + 3):
-        message = response_message(response)
+        message = message_of(response)
         own, reads = split_readbacks(tool_calls_of(message))
         if not reads:
             break
         if own:
             answers = await rounds.answer(reads, refuse=False)
             splice = Readbacks.of(Splice(message, tuple(answers)))
-            return _own_only(response, turn, answered, splice)
+            return _own_only(strip(response), turn, answered, splice)
         if n > READBACK_ROUNDS + 1:
             warn_once()
-            return _own_only(response, turn, answered, None)
+            return _own_only(strip(response), turn, answered, None)
         answers = await rounds.answer(reads, refuse=n > READBACK_ROUNDS)
         answered += [message, *answers]
         sent = [*sent, message, *answers]
         response = await rounds.again(sent)
-    return _own_only(response, turn, answered, None, strip=False)
+    return _own_only(response, turn, answered, None)
 
 
-def _own_only(
-    response: Any, turn: Turn, answered: Messages, splice: Readbacks | None, strip: bool = True
-) -> Any:
-    """Record the reply's read-backs in the turn, and the reply without them."""
+def _own_only(response: Any, turn: Turn, answered: Messages, splice: Readbacks | None) -> Any:
+    """Record the reply's read-backs in the turn; ``response`` is what the caller gets."""
     if answered:
         turn.add_readbacks(Readbacks(tuple(answered)))
     if splice is not None:
         turn.add_readbacks(splice)
-    return without_readbacks(response) if strip else response
+    return response
 
 
 def without_readbacks(response: Any) -> Any:

@@ -9,12 +9,17 @@ the request (``call_<n>``, ``toolu_<n>``: the ``n``-th request this upstream rec
 reports cache reads the way a prefix cache does: the longest prefix of earlier requests, by
 message (item), four bytes a token; :attr:`RouteUpstream.reported` keeps what each answer said.
 Responses are stored by id, so a ``previous_response_id`` chain is resolved and checked whole.
+
+With ``read_back``, a request that declares ``ctxmw_expand``, shows a read-back handle and
+holds no read-back yet is answered with a call reading lines 1-3 of the first handle it shows
+(ctxmw answers it, and calls again with the answer at the end of the prompt).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import re
 import threading
 import time
 from collections.abc import Sequence
@@ -33,6 +38,9 @@ from tests.proxy._harness import reply
 __all__ = ["OUTPUT_TOKENS", "Reported", "RouteUpstream"]
 
 OUTPUT_TOKENS = 20
+READBACK = "ctxmw_expand"
+_CALLED = '"name": "ctxmw_expand"'
+_HANDLE = re.compile(r"ctxmw_expand handle ([0-9a-f]{16})")
 
 
 class Reported(NamedTuple):
@@ -52,7 +60,8 @@ class RouteUpstream:
         reported: per request, the usage its answer reported (None when refused).
     """
 
-    def __init__(self) -> None:
+    def __init__(self, *, read_back: bool = False) -> None:
+        self.read_back = read_back
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.problems: list[list[str]] = []
         self.reported: list[Reported | None] = []
@@ -100,8 +109,17 @@ class RouteUpstream:
                 return 400, _error(api, problems), []
             usage = Reported(*self._cached(units), OUTPUT_TOKENS)
             self.reported.append(usage)
-            response, events = answer(n, body, usage)
+            response, events = answer(n, body, usage, tool=self._tool(n, body))
             return 200, response, events
+
+    def _tool(self, n: int, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+        """The call the scripted model makes: ``read_file``, or a read-back (see the module doc)."""
+        tools = json.dumps(body.get("tools") or [])
+        rest = json.dumps({k: v for k, v in body.items() if k != "tools"})
+        shown = _HANDLE.findall(rest)
+        if self.read_back and READBACK in tools and shown and _CALLED not in rest:
+            return READBACK, {"handle": shown[0], "start": 1, "end": 3}
+        return "read_file", _arguments(n)
 
     def _chain(self, body: dict[str, Any], problems: list[str]) -> list[Any]:
         given = body.get("input")
@@ -130,14 +148,20 @@ class RouteUpstream:
         return prompt, cached
 
     def _response(
-        self, n: int, body: dict[str, Any], usage: Reported, *, items: list[Any]
+        self,
+        n: int,
+        body: dict[str, Any],
+        usage: Reported,
+        *,
+        items: list[Any],
+        tool: tuple[str, dict[str, Any]],
     ) -> tuple[dict[str, Any], list[Any]]:
         text = {"type": "output_text", "text": _text(n), "annotations": []}
         message = {"type": "message", "id": f"msg_{n}", "status": "completed"}
         call = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}"}
         output = [
             {**message, "role": "assistant", "content": [text]},
-            {**call, "name": "read_file", "arguments": json.dumps(_arguments(n))},
+            {**call, "name": tool[0], "arguments": json.dumps(tool[1])},
         ]
         response_id = f"resp_{n}"
         self._stored[response_id] = [*items, *output]
@@ -195,9 +219,11 @@ def _error(api: str, problems: list[str]) -> dict[str, Any]:
     return {"error": {"message": message, "type": "invalid_request_error", "param": None}}
 
 
-def _chat(n: int, body: dict[str, Any], usage: Reported) -> tuple[dict[str, Any], list[Any]]:
+def _chat(
+    n: int, body: dict[str, Any], usage: Reported, *, tool: tuple[str, dict[str, Any]]
+) -> tuple[dict[str, Any], list[Any]]:
     call = {"id": f"call_{n}", "type": "function"}
-    call["function"] = {"name": "read_file", "arguments": json.dumps(_arguments(n))}
+    call["function"] = {"name": tool[0], "arguments": json.dumps(tool[1])}
     message = {"role": "assistant", "content": _text(n), "tool_calls": [call]}
     chat_usage = {
         "prompt_tokens": usage.prompt,
@@ -220,8 +246,10 @@ def _chat(n: int, body: dict[str, Any], usage: Reported) -> tuple[dict[str, Any]
     return response, events
 
 
-def _message(n: int, body: dict[str, Any], usage: Reported) -> tuple[dict[str, Any], list[Any]]:
-    use = {"type": "tool_use", "id": f"toolu_{n:04d}", "name": "read_file", "input": _arguments(n)}
+def _message(
+    n: int, body: dict[str, Any], usage: Reported, *, tool: tuple[str, dict[str, Any]]
+) -> tuple[dict[str, Any], list[Any]]:
+    use = {"type": "tool_use", "id": f"toolu_{n:04d}", "name": tool[0], "input": tool[1]}
     message_usage = {
         "input_tokens": usage.prompt - usage.cached,
         "output_tokens": usage.completion,

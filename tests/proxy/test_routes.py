@@ -18,13 +18,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
 import pytest
-import yaml
 
 from tests._fleet_convo import FLEET_SETTINGS
 from tests._long_run import SHORTENING_TIERS, assert_kept_promises, audit
@@ -35,9 +32,8 @@ from tests._route_formats import (
     responses_output,
     responses_request,
 )
-from tests.proxy._harness import MASTER_KEY, Replica
 from tests.proxy._route_clients import CLIENTS
-from tests.proxy._route_upstream import RouteUpstream
+from tests.proxy._served import Served, served_routes
 
 pytestmark = pytest.mark.proxy
 
@@ -51,60 +47,14 @@ MATRIX = {
 """The matrix's deployments, each its own model group (named by its kind) on the upstream."""
 
 
-class Served:
-    def __init__(self, upstream: RouteUpstream, replica: Replica, ledger: Path) -> None:
-        self.upstream, self.replica, self.ledger_path = upstream, replica, ledger
-
-    def post(self, path: str, body: dict[str, Any], session: str) -> httpx.Response:
-        headers = {"Authorization": f"Bearer {MASTER_KEY}", "x-litellm-session-id": session}
-        return httpx.post(f"{self.replica.url}{path}", json=body, headers=headers, timeout=120)
-
-    def ledger(self, session: str) -> list[dict[str, Any]]:
-        lines = self.ledger_path.read_text(encoding="utf-8").splitlines()
-        return [r for r in map(json.loads, lines) if r["session"].endswith(f"/{session}")]
-
-
 @pytest.fixture(scope="module")
 def served(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:
     pytest.importorskip("fastapi", reason="the fleet tier needs pip install -e '.[proxy]'")
-    folder = tmp_path_factory.mktemp("routes")
-    upstream = RouteUpstream()
-    ledger = folder / "replica.ledger.jsonl"
-
-    def _api_base(model: str) -> str:  # Anthropic's client adds /v1 itself
-        return upstream.base if model.startswith("anthropic/") else f"{upstream.base}/v1"
-
-    config = {
-        "model_list": [
-            _deployment("claude", ANTHROPIC[1], upstream.base),
-            _deployment("gpt", RESPONSES[1], f"{upstream.base}/v1"),
-            *(_deployment(kind, model, _api_base(model)) for kind, model in MATRIX.items()),
-        ],
-        "general_settings": {"master_key": MASTER_KEY},
-        "litellm_settings": {"callbacks": ["ctxmw.proxy.hook"]},
-        "ctxmw": {
-            "ledger": str(ledger),
-            "replica": "replica",
-            "settings": SHORTENING_TIERS,
-            # The matrix's conversations are short: tiers that shorten within a few calls,
-            # whatever the model's prices (the default strategy weighs them).
-            "models": dict.fromkeys(MATRIX, FLEET_SETTINGS),
-        },
-    }
-    path = folder / "config.yaml"
-    path.write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
-    replica = Replica(path, "replica", folder / "replica.log")
-    try:
-        replica.start().wait()
-        yield Served(upstream, replica, ledger)
-    finally:
-        replica.stop()
-        upstream.stop()
-
-
-def _deployment(name: str, model: str, api_base: str) -> dict[str, Any]:
-    params = {"model": model, "api_base": api_base, "api_key": "upstream-needs-no-key"}
-    return {"model_name": name, "litellm_params": params}
+    # The matrix's conversations are short: tiers that shorten within a few calls, whatever
+    # the model's prices (the default strategy weighs them).
+    section = {"settings": SHORTENING_TIERS, "models": dict.fromkeys(MATRIX, FLEET_SETTINGS)}
+    with served_routes(tmp_path_factory.mktemp("routes"), MATRIX, section) as running:
+        yield running
 
 
 @pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
