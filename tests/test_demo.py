@@ -13,7 +13,8 @@ import ctxmw
 from ctxmw.cli import main
 from ctxmw.demo._provider import SimulatedProvider
 from ctxmw.demo._run import SIMULATED_MODEL
-from ctxmw.demo._script import PlanStep, ToolBox, make_plan
+from ctxmw.demo._script import PlanStep, make_plan
+from ctxmw.demo._tools import ToolBox
 from ctxmw.replay import replay
 from ctxmw.runtime.tool_schema import ToolSet
 from ctxmw.telemetry.counters import ApproxCounter
@@ -158,7 +159,9 @@ def test_the_default_demo_fits_the_terminal_alerts_nothing_and_writes_its_report
 def check_replay_agrees(out: Path, name: str) -> None:
     """Replay's expected reads for the demo's transcript, call by call, are what was reported."""
     box = ToolBox(ROOT)
-    tools = ToolSet.build([box.list_files, box.read_file, box.grep]).schemas
+    tools = ToolSet.build(
+        [box.list_files, box.read_file, box.grep, box.run_tests, box.edit_file]
+    ).schemas
     transcript = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
     settings = {"cache_rule": "openai"}
     result = anyio.run(

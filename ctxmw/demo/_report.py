@@ -20,6 +20,7 @@ COLUMNS = (
     "hit",
     "cost",
     "results",
+    "read-backs",
     "hidden",
 )
 """Short headers (the footer explains each): the table fits 120 columns."""
@@ -52,6 +53,7 @@ def _cells(row: DemoRow) -> tuple[str, ...]:
         f"{row.hit_rate:.1%}",
         cost,
         f"{results}/{row.results_total}",
+        str(row.readbacks),
         f"{row.hidden:.1%}",
     )
 
