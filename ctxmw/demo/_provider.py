@@ -126,4 +126,3 @@ class SimulatedProvider:
 
 def _canonical(block: Any) -> bytes:
     return canonical_json(block).encode()
-

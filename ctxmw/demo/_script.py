@@ -145,7 +145,8 @@ def make_plan(root: Path, calls: int) -> list[PlanStep]:
     files = [
         str(p.relative_to(root))
         for p in sorted(root.rglob("*.py"))
-        if "__pycache__" not in p.parts and len(functions(box.text_lines(str(p.relative_to(root))))) > 3
+        if "__pycache__" not in p.parts
+        and len(functions(box.text_lines(str(p.relative_to(root))))) > 3
     ]
     planner = _Planner(box)
     planner.step(("list_files", {"directory": "."}))
@@ -174,7 +175,9 @@ def _task(planner: _Planner, files: list[str], t: int) -> None:
     )
     planner.step(("run_tests", {"path": focus}))
     failing = failing_function(focus, planner.box.text_lines(focus))
-    line = next((s for name, s, _ in functions(planner.box.text_lines(focus)) if name == failing), 0)
+    line = next(
+        (s for name, s, _ in functions(planner.box.text_lines(focus)) if name == failing), 0
+    )
     if line:
         planner.step(("read_file", {"path": focus, "start": max(1, line - 10), "lines": 60}))
     planner.step(("grep", {"pattern": r"raise \w+", "path": folder}))
@@ -185,4 +188,6 @@ def _task(planner: _Planner, files: list[str], t: int) -> None:
     planner.edit(planner.reads[-1][0])
     if t >= _FAR:
         planner.edit(planner.reads[t - _FAR][1])
-        planner.follow(planner.greps[t - _FAR + 1][0], avoid=files[((t - _FAR + 1) * 7) % len(files)])
+        planner.follow(
+            planner.greps[t - _FAR + 1][0], avoid=files[((t - _FAR + 1) * 7) % len(files)]
+        )
