@@ -19,6 +19,7 @@ from ctxmw.demo._script import PlanStep, make_plan
 from ctxmw.demo._tools import ToolBox
 from ctxmw.replay import replay
 from ctxmw.runtime.tool_schema import ToolSet
+from ctxmw.runtime.transcript import TranscriptFile
 from ctxmw.telemetry.counters import ApproxCounter
 from tests.conftest import DemoRun
 
@@ -137,7 +138,7 @@ def test_a_fix_follows_a_line_an_earlier_grep_found() -> None:
         path, line, _ = need.text[0].split(":")
         assert need.text[0] in outputs[need.source][1]
         assert step.calls[0][1]["path"] == path
-        assert int(line) in range(int(step.calls[0][1]["start"]), int(line) + 1)
+        assert int(line) in range(int(str(step.calls[0][1]["start"])), int(line) + 1)
 
 
 def agent_prompt(plan: list[PlanStep], upto: int, shown: dict[str, str]) -> list[dict[str, Any]]:
@@ -243,7 +244,7 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
         # ctxmw's expectation, from what it sent, is exactly what the provider reported.
         assert reported == expected
         assert f"{reported:,}" in rows[name]
-        ctxmw.validate([json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()])
+        ctxmw.validate(saved(out / f"{name}.jsonl"))
     assert (out / "cache.png").stat().st_size > 10_000
     check_replay_agrees(out, "shorten_tools_epoch_increment")
     check_replay_agrees(out, "shorten_tools_economic")
@@ -253,8 +254,13 @@ def test_demo_end_to_end_reduced(tmp_path: Path, capsys: pytest.CaptureFixture[s
         assert rows[name][-1] == f"{hidden_share(out, name):.1%}"
 
 
+def saved(path: Path) -> list[dict[str, Any]]:
+    """A save_file's conversation, as the session reads it (read-back rounds set aside)."""
+    return anyio.run(TranscriptFile(path).load)
+
+
 def hidden_share(out: Path, name: str) -> float:
-    transcript = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
+    transcript = saved(out / f"{name}.jsonl")
     settings = {"cache_rule": "openai"}
     result = anyio.run(
         lambda: replay({name: transcript}, [name], model=SIMULATED_MODEL, settings=settings)
@@ -287,7 +293,7 @@ def check_replay_agrees(out: Path, name: str) -> None:
     tools = ToolSet.build(
         [box.list_files, box.read_file, box.grep, box.run_tests, box.edit_file]
     ).schemas
-    transcript = [json.loads(x) for x in (out / f"{name}.jsonl").read_text().splitlines()]
+    transcript = saved(out / f"{name}.jsonl")
     settings = {"cache_rule": "openai"}
     result = anyio.run(
         lambda: replay(
@@ -341,3 +347,21 @@ def test_the_default_demo_ranks_strategies_as_real_sessions_do(demo_run: DemoRun
     assert all(int(row["read-backs"]) == 0 for row in rows.values() if row is not default)
     # Lost content costs calls: a strategy that hides results makes the agent call more.
     assert all(int(row["calls"]) >= int(none["calls"]) for row in rows.values())
+
+
+@pytest.mark.slow
+def test_every_edit_of_the_demo_quotes_lines_its_session_showed_before(demo_run: DemoRun) -> None:
+    """Whatever a strategy hid, each edit copies lines that a read, a second read or a
+    read-back (the save_file's readback lines) showed earlier in that session."""
+    for transcript in demo_run.out.glob("*.jsonl"):
+        if transcript.name.endswith(".ledger.jsonl"):
+            continue
+        lines = [json.loads(x) for x in transcript.read_text().splitlines()]
+        shown = ""
+        for line in lines:
+            for call in line.get("tool_calls") or []:
+                if call["function"]["name"] == "edit_file":
+                    old = json.loads(call["function"]["arguments"])["old"]
+                    assert all(f"→{row}\n" in shown for row in old.splitlines()), transcript
+            if line.get("role") == "tool":
+                shown += str(line.get("content")) + "\n"
