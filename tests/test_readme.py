@@ -19,8 +19,9 @@ from typing import Any
 import pytest
 
 import ctxmw.strategies
-from ctxmw.cli import _parser
+from ctxmw.cli import _parser, main
 from ctxmw.settings import DEFAULT_STRATEGIES, Settings
+from tests.conftest import DemoRun
 
 ROOT = Path(__file__).resolve().parent.parent
 README = ROOT / "README.md"
@@ -114,6 +115,38 @@ def test_ci_runs_the_readme_test_command() -> None:
     test_command = next(c for c in commands if "pytest" in c)
     assert test_command in (ROOT / ".ci" / "run").read_text()
     assert any(c.endswith("ctxmw demo") for c in commands)
+
+
+def _table(text: str, head: str) -> list[str]:
+    """The lines of the table whose header starts with ``head``, up to a blank or ``...`` line."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(head))
+    rows = []
+    for line in lines[at:]:
+        if not line.strip() or line.startswith("..."):
+            break
+        rows.append(line.rstrip())
+    return rows
+
+
+@SLOW
+def test_the_demo_table_in_the_docs_is_what_the_demo_prints(demo_run: DemoRun) -> None:
+    """docs/demo.md shows, to the cent and the token, the table ``ctxmw demo`` prints on this
+    tree (rerun it and paste the table after changing anything under ctxmw/)."""
+    shown = _table((ROOT / "docs" / "demo.md").read_text(), "strategies ")
+    assert shown == _table(demo_run.stdout, "strategies ")
+
+
+@SLOW
+def test_the_readmes_stats_figures_are_what_ctxmw_stats_prints_on_the_demo(
+    demo_run: DemoRun, capsys: pytest.CaptureFixture[str]
+) -> None:
+    block = next(b for b in _blocks(README, "text") if "$ ctxmw stats ctxmw-demo/" in b)
+    command, *shown = block.strip().splitlines()
+    argv = shlex.split(command.removeprefix("$ ctxmw "))
+    capsys.readouterr()
+    assert main([a.replace("ctxmw-demo/", f"{demo_run.out}/") for a in argv]) == 0
+    assert [line.rstrip() for line in capsys.readouterr().out.strip().splitlines()] == shown
 
 
 def test_the_readme_shows_an_acompletion_agent_with_a_tool_and_a_save_file() -> None:

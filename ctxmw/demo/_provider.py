@@ -1,6 +1,7 @@
 """A simulated OpenAI-compatible provider on 127.0.0.1, for the offline demo.
 
-It serves ``POST /v1/chat/completions``, replays a scripted agent plan, and reports usage with
+It serves ``POST /v1/chat/completions``, answers as the scripted agent (:mod:`ctxmw.demo._agent`:
+its plan, and what the prompt it is sent still shows), and reports usage with
 prompt-cache accounting the way OpenAI does: a prefix it has seen in an earlier request counts as
 cached, none under 1,024 tokens, then whole 128-token blocks. Prefixes are compared message by
 message (the tools list and the request overhead first), and tokens are counted per message by
@@ -12,12 +13,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 import time
 from typing import Any
 
 from anyio.abc import TaskGroup
 
+from ctxmw.demo._agent import next_calls
 from ctxmw.demo._http import json_response, serve
 from ctxmw.demo._script import PlanStep
 from ctxmw.messages.canonical import canonical_json
@@ -27,15 +28,15 @@ from ctxmw.telemetry.rules import automatic_reads
 __all__ = ["SIMULATED", "SimulatedProvider"]
 
 SIMULATED = "ctxmw-simulated"
-_STEP_ID = re.compile(r"^call_(\d+)_\d+$")
 
 
 class SimulatedProvider:
     """The scripted agent behind an OpenAI-compatible endpoint; see the module docstring.
 
     Args:
-        plan: the agent's steps; the provider answers with step k's tool calls when the newest
-            tool call id in the request belongs to step k - 1.
+        plan: the agent's steps; the provider answers with step k's tool calls (or the calls
+            that fetch what step k needs) when the newest tool call id in the request belongs
+            to step k - 1.
         counter: counts tokens the way ctxmw's telemetry does (litellm's tokenizer).
         model: the model whose tokenizer the counter uses.
     """
@@ -77,18 +78,10 @@ class SimulatedProvider:
         }
 
     def _next_message(self, messages: list[dict[str, Any]]) -> tuple[dict[str, Any], str]:
-        step = 1 + max((_step_of(m) for m in messages), default=-1)
-        if step >= len(self.plan):
-            done = f"[{SIMULATED}] Finished: {step} steps of the plan ran."
+        calls = next_calls(self.plan, messages)
+        if calls is None:
+            done = f"[{SIMULATED}] Finished: {len(self.plan)} steps of the plan ran."
             return {"role": "assistant", "content": done}, "stop"
-        calls = [
-            {
-                "id": f"call_{step:04d}_{j}",
-                "type": "function",
-                "function": {"name": name, "arguments": json.dumps(args)},
-            }
-            for j, (name, args) in enumerate(self.plan[step].calls)
-        ]
         return {"role": "assistant", "content": None, "tool_calls": calls}, "tool_calls"
 
     def _usage(self, request: dict[str, Any], reply: dict[str, Any]) -> dict[str, Any]:
@@ -133,12 +126,3 @@ class SimulatedProvider:
 
 def _canonical(block: Any) -> bytes:
     return canonical_json(block).encode()
-
-
-def _step_of(message: dict[str, Any]) -> int:
-    steps = [
-        int(match.group(1))
-        for tc in message.get("tool_calls") or []
-        if isinstance(tc, dict) and (match := _STEP_ID.match(str(tc.get("id", ""))))
-    ]
-    return max(steps, default=-1)

@@ -8,7 +8,7 @@ from typing import TextIO
 
 from ctxmw.demo._run import DemoRow
 
-__all__ = ["ProgressBar", "format_rows"]
+__all__ = ["ProgressBar", "expected_differs", "format_rows"]
 
 COLUMNS = (
     "strategies",
@@ -20,15 +20,27 @@ COLUMNS = (
     "hit",
     "cost",
     "results",
+    "read-backs",
     "hidden",
 )
-"""Short headers (the footer explains each): the table fits 120 columns."""
+"""Short headers (the footer explains each): the table fits 120 columns. ``expected`` is shown
+only when a row's differs from ``read`` (see :func:`expected_differs`)."""
+
+
+def expected_differs(rows: Sequence[DemoRow]) -> bool:
+    """Whether a row's reported cache reads differ from what ctxmw expected from what it sent
+    (never with the simulated provider, whose reads ctxmw predicts exactly)."""
+    return any(row.cached_reported != row.cached_expected for row in rows)
 
 
 def format_rows(rows: Sequence[DemoRow]) -> str:
     """The comparison table, one row per strategy list, columns aligned (numbers right)."""
-    cells = [COLUMNS, *(_cells(row) for row in rows)]
-    widths = [max(len(line[i]) for line in cells) for i in range(len(COLUMNS))]
+    keep = [expected_differs(rows) or name != "expected" for name in COLUMNS]
+    cells = [
+        tuple(c for c, k in zip(line, keep, strict=True) if k)
+        for line in [COLUMNS, *(_cells(row) for row in rows)]
+    ]
+    widths = [max(len(line[i]) for line in cells) for i in range(len(cells[0]))]
     lines = [
         "  ".join(
             cell.ljust(w) if i == 0 else cell.rjust(w)
@@ -52,6 +64,7 @@ def _cells(row: DemoRow) -> tuple[str, ...]:
         f"{row.hit_rate:.1%}",
         cost,
         f"{results}/{row.results_total}",
+        str(row.readbacks),
         f"{row.hidden:.1%}",
     )
 

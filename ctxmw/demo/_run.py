@@ -14,7 +14,8 @@ import ctxmw
 from ctxmw._files import Beside
 from ctxmw._litellm import load_litellm
 from ctxmw.demo._provider import SimulatedProvider
-from ctxmw.demo._script import PlanStep, ToolBox, make_plan
+from ctxmw.demo._script import PlanStep, make_plan
+from ctxmw.demo._tools import ToolBox
 from ctxmw.errors import UsageError
 from ctxmw.replay import DEFAULT_STRATEGY_LISTS, replay
 from ctxmw.replay.figures import Retention, retention
@@ -30,8 +31,8 @@ __all__ = ["DEMO_STRATEGIES", "SIMULATED_MODEL", "DemoRow", "check_strategies", 
 DEMO_STRATEGIES = DEFAULT_STRATEGY_LISTS  # the demo compares what replay compares
 SIMULATED_MODEL = "openai/gpt-4o"
 TASK = (
-    "Review the ctxmw package: list its folders, read every module, grep for patterns, and "
-    "report what each module does."
+    "Work through the ctxmw package module by module: find where each is used, read it, run "
+    "its tests, fix the function that fails, and tidy the lines you reviewed earlier."
 )
 Progress = Callable[[int, int], None]
 
@@ -55,6 +56,8 @@ class DemoRow:
     hidden: float = 0.0
     """Share of the references the model's next action took from a tool result that the prompt
     no longer showed (:mod:`ctxmw.replay.loss`), over every call of the session."""
+    readbacks: int = 0
+    """Model calls ctxmw made to go on past a reply that only read back (counted in calls)."""
 
     @property
     def hit_rate(self) -> float:
@@ -156,8 +159,9 @@ async def _run_one(
         target.model,
         save_file=save_file,
         prompt_strategies=spec,
-        tools=[box.list_files, box.read_file, box.grep],
-        max_rounds=steps + 2,
+        tools=[box.list_files, box.read_file, box.grep, box.run_tests, box.edit_file],
+        # A step may first fetch back what its prompt no longer shows: one more round.
+        max_rounds=2 * steps + 2,
         # The simulated provider caches like OpenAI: say so, rather than "exact" for api_base.
         strategy_options={"cache_rule": "openai"} if target.provider is not None else None,
         session=f"demo:{spec}",
@@ -181,6 +185,7 @@ async def _run_one(
         results_cleared=kept.cleared,
         results_total=kept.results,
         hidden=hidden,
+        readbacks=sum(1 for r in records if r.readback),
     )
 
 
