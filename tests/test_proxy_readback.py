@@ -259,6 +259,31 @@ async def test_an_extra_call_that_fails_answers_502_saying_why(tmp_path: Path) -
     assert getattr(caught.value, "status_code", None) == 502
 
 
+_BODIES: dict[str, Callable[[int], dict[str, Any]]] = {
+    CHAT: chat_body,
+    ANTHROPIC: anthropic_request,
+    RESPONSES: responses_request,
+}
+_ANSWERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    CHAT: lambda s: text("ok"),
+    ANTHROPIC: lambda s: anthropic_answer(0),
+    RESPONSES: lambda s: responses_answer(0),
+}
+
+
+@pytest.mark.parametrize("call_type", [CHAT, ANTHROPIC, RESPONSES])
+async def test_the_tools_block_is_the_same_from_the_first_request_before_any_handle(
+    tmp_path: Path, call_type: str
+) -> None:
+    hook = make_hook(tmp_path, Router())
+    first = await serve(hook, call_type, _BODIES[call_type](1), _ANSWERS[call_type])
+    assert "ctxmw_expand handle" not in json.dumps(first.sent, default=str)  # nothing compacted yet
+    later = await serve(hook, call_type, _BODIES[call_type](8), _ANSWERS[call_type])
+    assert "ctxmw_expand handle" in json.dumps(later.sent, default=str)
+    assert json.dumps(first.sent["tools"]) == json.dumps(later.sent["tools"])
+    assert tool_names(first.sent)[-1] == READBACK_TOOL_NAME
+
+
 # ---- /v1/messages ---------------------------------------------------------------------------
 
 

@@ -80,7 +80,7 @@ def declare_tool(pending: Pending, sent: dict[str, Any], prompt: Messages) -> di
     plan = pending.readback
     if plan is None:
         return sent
-    declared = declare(plan.route, sent, prompt, reads_back=True)
+    declared = declare(plan.route, sent, reads_back=True)
     if declared is None:
         return sent
     plan.sent, plan.prompt = declared, prompt
