@@ -223,7 +223,10 @@ class CtxmwProxyHook(CustomLogger):
         plan = pending.readback if pending is not None else None
         turn = None
         if pending is not None and plan is not None and plan.declared:
-            response, turn = readback.stream(pending, request_data, response, self._llm_router())
+            router, metrics = self._llm_router(), self._metrics
+            response, turn = readback.stream(
+                self.state, pending, request_data, response, router, metrics
+            )
         try:
             async for chunk in response:
                 chunks.append(chunk)
