@@ -91,7 +91,7 @@ def declare_tool(pending: Pending, sent: dict[str, Any], prompt: Messages) -> di
 
 class Rounds:
     """The extra calls of one request's round (:class:`~ctxmw.runtime._readback.Rounds`, and
-    :class:`~ctxmw.runtime._readback_stream.StreamRounds` for a chat stream).
+    :class:`~ctxmw.runtime._readback_stream.StreamRounds` for a stream, chat or events).
 
     Args:
         plan: the request's plan.
