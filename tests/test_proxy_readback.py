@@ -605,8 +605,9 @@ async def test_an_extra_call_that_fails_gives_the_claimed_notes_back(
         reply = tool_calls(readback(chat_handle(sent), 1, 2), usage=usage(10, 1))
         return stream_chunks(reply) if stream else reply
 
-    with pytest.raises(Exception, match="deployment down"):
+    with pytest.raises(Exception, match="deployment down") as caught:
         await serve(hook, CHAT, chat_body(), answer, stream=stream)
+    assert getattr(caught.value, "status_code", None) == 502
     assert state.requeued == [["check the logs"]]
 
 

@@ -99,7 +99,8 @@ class Rounds:
         router: the proxy's router.
         wire: the request's chat wire (model, tools), for the ledger.
         reply: the reply being answered (None: a stream, whose reply is its chunks).
-        failed: awaited when an extra call fails, before its error goes on.
+        failed: awaited with the error when an extra call fails; what it raises goes on
+            (nothing: the error itself).
     """
 
     def __init__(
@@ -109,7 +110,7 @@ class Rounds:
         router: Any,
         wire: Mapping[str, Any],
         reply: Any = None,
-        failed: Callable[[], Awaitable[None]] | None = None,
+        failed: Callable[[Exception], Awaitable[None]] | None = None,
     ) -> None:
         self.plan, self.kwargs, self.router, self.wire = plan, kwargs, router, wire
         self.reply, self.answers, self.streams = reply, list[Any](), 0
@@ -126,9 +127,9 @@ class Rounds:
             if self.router is None:
                 raise RuntimeError("the proxy has no router (llm_router) to make the call through")
             response = await router_method(self.router, self.plan.route)(**self.kwargs)
-        except Exception:
+        except Exception as exc:
             if self._failed is not None:
-                await self._failed()
+                await self._failed(exc)
             raise
         self.reply = response
         if not self.kwargs.get("stream"):
@@ -173,19 +174,19 @@ def stream(
     metrics: Metrics,
 ) -> tuple[ReadbackStream, Turn]:
     """The client's stream for a ``response`` stream (chat chunks, or a route's events), and
-    the turn that gets its splice. An extra call that fails gives the claimed notes back, as
-    for a whole reply (the stream then ends with the router's error: nothing was delivered
-    that the notes were for)."""
+    the turn that gets its splice. An extra call that fails ends the stream as it answers a
+    whole reply: the claimed notes given back, HTTP 502 saying why."""
     plan = pending.readback
     assert plan is not None  # the hook calls this only for a declared plan
     kwargs = router_call_kwargs(plan, pending.request or data, stream=True)
     turn = Turn(working=[])
 
-    async def give_back() -> None:
+    async def failed(exc: Exception) -> None:
         if pending.notes:
             await inbox.give_back(state, pending, metrics)
+        raise http_error(502, _failure(pending, exc)) from exc
 
-    rounds = Rounds(plan, kwargs, router, pending.wire, failed=give_back)
+    rounds = Rounds(plan, kwargs, router, pending.wire, failed=failed)
     if plan.route != "chat":
         return event_stream(response, plan, turn, rounds), turn
     return ReadbackStream(response, plan.prompt, turn, rounds, intercept=True), turn
