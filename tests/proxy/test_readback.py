@@ -18,7 +18,7 @@ import pytest
 from tests._readback import SMALL
 from tests._redis import RedisServer, redis_binary
 from tests.proxy._route_clients import CLIENTS
-from tests.proxy._route_upstream import RouteUpstream
+from tests.proxy._route_upstream import READBACK, RouteUpstream
 from tests.proxy._served import Served, served_routes
 
 pytestmark = pytest.mark.proxy
@@ -66,6 +66,9 @@ def test_the_client_never_sees_a_read_back(served: Served, route: str, stream: b
         client.continue_from(response, stream)  # exactly one call of its own tool
     got = [body for _, body in served.upstream.requests[start:]]
     assert served.upstream.problems[start:] == [[]] * len(got)
+    # ctxmw_expand declared from the first request, before any handle: one tools block throughout
+    assert len({json.dumps(b.get("tools"), sort_keys=True) for b in got}) == 1
+    assert READBACK in json.dumps(got[0].get("tools"))
     answered = [b for b in got if CALLED in json.dumps({**b, "tools": None})]
     records = served.ledger(session)
     assert answered, "the scripted model never read back: no handle was shown"
