@@ -21,6 +21,7 @@ from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.proxy import CtxmwProxyHook, config_from_mapping
 from ctxmw.proxy._readback_state import MAX_ARGUMENT_BYTES, entry_of
 from ctxmw.proxy.tenancy import scope_of
+from ctxmw.runtime._readback import READBACK_ROUNDS
 from ctxmw.runtime._splices import Splice
 from ctxmw.state import MemoryState, State, key
 from ctxmw.testing import FakeCompletion, handles, readback, text, tool_call, tool_calls, usage
@@ -257,6 +258,31 @@ async def test_an_extra_call_that_fails_answers_502_saying_why(tmp_path: Path) -
     with pytest.raises(Exception, match="ctxmw_expand") as caught:
         await serve(hook, CHAT, chat_body(), lambda s: tool_calls(readback(chat_handle(s), 1, 2)))
     assert getattr(caught.value, "status_code", None) == 502
+
+
+_BODIES: dict[str, Callable[[int], dict[str, Any]]] = {
+    CHAT: chat_body,
+    ANTHROPIC: anthropic_request,
+    RESPONSES: responses_request,
+}
+_ANSWERS: dict[str, Callable[[dict[str, Any]], Any]] = {
+    CHAT: lambda s: text("ok"),
+    ANTHROPIC: lambda s: anthropic_answer(0),
+    RESPONSES: lambda s: responses_answer(0),
+}
+
+
+@pytest.mark.parametrize("call_type", [CHAT, ANTHROPIC, RESPONSES])
+async def test_the_tools_block_is_the_same_from_the_first_request_before_any_handle(
+    tmp_path: Path, call_type: str
+) -> None:
+    hook = make_hook(tmp_path, Router())
+    first = await serve(hook, call_type, _BODIES[call_type](1), _ANSWERS[call_type])
+    assert "ctxmw_expand handle" not in json.dumps(first.sent, default=str)  # nothing compacted yet
+    later = await serve(hook, call_type, _BODIES[call_type](8), _ANSWERS[call_type])
+    assert "ctxmw_expand handle" in json.dumps(later.sent, default=str)
+    assert json.dumps(first.sent["tools"]) == json.dumps(later.sent["tools"])
+    assert tool_names(first.sent)[-1] == READBACK_TOOL_NAME
 
 
 # ---- /v1/messages ---------------------------------------------------------------------------
@@ -500,3 +526,96 @@ async def test_a_streamed_reply_mixing_read_backs_and_own_calls_keeps_only_its_o
     raw = await state.get(key(f"{scope_of(Key())}/conv", "readbacks"))
     assert raw is not None
     assert "toolu_rb" in raw
+
+
+async def test_responses_a_streamed_reply_mixing_read_backs_and_own_calls_keeps_only_its_own(
+    tmp_path: Path,
+) -> None:
+    state, router = MemoryState(), Router()
+    hook = make_hook(tmp_path, router, state)
+    own = {"type": "function_call", "id": "fc_o", "call_id": "call_o", "name": "shell"}
+    served = await serve(
+        hook,
+        RESPONSES,
+        responses_request(8),
+        lambda s: response_events(responses_reading(s, {**own, "arguments": "{}"})),
+        stream=True,
+    )
+    events = served.reply
+    assert READBACK_TOOL_NAME not in json.dumps(events)
+    added = [
+        (e["output_index"], e["item"]["type"])
+        for e in events
+        if e["type"] == "response.output_item.added"
+    ]
+    assert added == [(0, "reasoning"), (1, "function_call")]
+    final = events[-1]["response"]["output"]
+    assert [i.get("name") for i in final if i["type"] == "function_call"] == ["shell"]
+    assert router.calls == []
+    raw = await state.get(key(f"{scope_of(Key())}/conv", "readbacks"))
+    assert raw is not None
+    assert "call_rb" in raw
+
+
+async def test_an_event_stream_past_the_round_limit_is_refused_then_dropped(
+    tmp_path: Path,
+) -> None:
+    def again(kwargs: dict[str, Any]) -> Any:
+        return _aiter(sse(anthropic_reading(kwargs)))
+
+    router = Router(anthropic=[again] * (READBACK_ROUNDS + 1))
+    hook = make_hook(tmp_path, router)
+    served = await serve(
+        hook, ANTHROPIC, anthropic_request(8), lambda s: sse(anthropic_reading(s)), stream=True
+    )
+    results = [c["messages"][-1]["content"][0]["content"] for c in router.calls]
+    assert len(results) == READBACK_ROUNDS + 1  # answered READBACK_ROUNDS times, then refused
+    assert all(" lines 1-3 of " in r for r in results[:-1])
+    assert "not answered" in results[-1]
+    events = parsed(served.reply)
+    assert READBACK_TOOL_NAME not in json.dumps(events)  # the last reply's read-back dropped
+    kinds = [e["type"] for e in events]
+    assert (kinds.count("message_start"), kinds.count("message_stop")) == (1, 1)
+    (delta,) = [e for e in events if e["type"] == "message_delta"]
+    assert delta["delta"]["stop_reason"] == "end_turn"
+    assert [line["readback"] for line in ledger(tmp_path)] == [False] + [True] * len(results)
+
+
+class Settling(MemoryState):
+    """The memory state, keeping the notes each settle gave back."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.requeued: list[list[str]] = []
+
+    async def settle(self, conversation: str, claim: str, requeue: Sequence[Any] = ()) -> None:
+        self.requeued.append([n.text for n in requeue])
+        await super().settle(conversation, claim, requeue)
+
+
+@pytest.mark.parametrize("stream", [False, True], ids=["whole", "streamed"])
+async def test_an_extra_call_that_fails_gives_the_claimed_notes_back(
+    tmp_path: Path, stream: bool
+) -> None:
+    state = Settling()
+    hook = make_hook(tmp_path, Router(RuntimeError("deployment down")), state)
+    await state.push_note(f"{scope_of(Key())}/conv", "note", "check the logs")
+
+    def answer(sent: dict[str, Any]) -> Any:
+        reply = tool_calls(readback(chat_handle(sent), 1, 2), usage=usage(10, 1))
+        return stream_chunks(reply) if stream else reply
+
+    with pytest.raises(Exception, match="deployment down") as caught:
+        await serve(hook, CHAT, chat_body(), answer, stream=stream)
+    assert getattr(caught.value, "status_code", None) == 502
+    assert state.requeued == [["check the logs"]]
+
+
+async def test_a_streamed_message_without_read_backs_keeps_its_stop_reason(tmp_path: Path) -> None:
+    router = Router()
+    hook = make_hook(tmp_path, router)
+    cut = {**anthropic_answer(0), "stop_reason": "max_tokens"}
+    served = await serve(hook, ANTHROPIC, anthropic_request(8), lambda s: sse(cut), stream=True)
+    (delta,) = [e for e in parsed(served.reply) if e["type"] == "message_delta"]
+    assert delta["delta"]["stop_reason"] == "max_tokens"
+    assert router.calls == []

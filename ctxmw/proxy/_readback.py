@@ -5,8 +5,10 @@ The same round as the library's (:mod:`ctxmw.runtime._readback`, whose :func:`re
 of the proxy's own:
 
 * **The tool.** The deployment hook declares ``ctxmw_expand`` (in the route's own tool format)
-  when the request has tools and the strategies' prompt shows a read-back handle, and the
-  client declares no tool of that name (:func:`declare`).
+  on every request with tools whose strategies can show a read-back handle, from the first
+  one, byte-identical each time (a tools block that changed mid-conversation would rewrite
+  the provider's cache of everything after it), unless the client declares a tool of that
+  name (:func:`declare`), as the library's :func:`~ctxmw.runtime._readback.tools_to_send` does.
 * **The originals** are the request's own messages: a client sends its whole history on every
   request, so an answer is read from them (:func:`~ctxmw.context.readback.answer`) and no
   original is kept anywhere. An answer holds at most ``limits.readback_bytes`` bytes.
@@ -28,7 +30,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxmw.context.readback import READBACK_TOOL, READBACK_TOOL_NAME, answer, handles_in
+from ctxmw.context.readback import READBACK_TOOL, READBACK_TOOL_NAME, answer
 from ctxmw.messages.form import response_message
 from ctxmw.proxy._anthropic import chat_reply_of as anthropic_reply
 from ctxmw.proxy._anthropic import streamed_message
@@ -154,18 +156,15 @@ class ReadbackPlan:
         return {**kwargs, "input": [*given, *items, *outputs]}
 
 
-def declare(
-    route: str, sent: dict[str, Any], prompt: Messages, reads_back: bool
-) -> dict[str, Any] | None:
+def declare(route: str, sent: dict[str, Any], reads_back: bool) -> dict[str, Any] | None:
     """``sent`` with ``ctxmw_expand`` after the client's tools, or None when this request does
-    not get it: the chain shows no handle, the request has no tools, the prompt names no
-    handle, or the client has a tool of that name (its own, passed through)."""
+    not get it: the chain shows no handle, the request has no tools, or the client has a tool
+    of that name (its own, passed through). Whether this prompt shows a handle yet does not
+    matter: the tools block stays the same from a conversation's first request on."""
     tools = sent.get("tools")
     if not reads_back or not isinstance(tools, list) or not tools:
         return None
     if any(_tool_name(t) == READBACK_TOOL_NAME for t in tools):
-        return None
-    if not any(handles_in(_text(m.get("content"))) for m in prompt if m.get("role") == "tool"):
         return None
     return {**sent, "tools": [*tools, route_tool(route)]}
 
@@ -203,12 +202,6 @@ def _tool_name(tool: Any) -> Any:
         return None
     function = tool.get("function")
     return function.get("name") if isinstance(function, Mapping) else tool.get("name")
-
-
-def _text(content: Any) -> str:
-    if isinstance(content, list):
-        return "".join(str(p.get("text", "")) for p in content if isinstance(p, Mapping))
-    return content if isinstance(content, str) else ""
 
 
 def _bounded(message: Message, max_bytes: int) -> Message:

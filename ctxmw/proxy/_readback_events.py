@@ -1,40 +1,37 @@
 """The read-back round of a ``/v1/messages`` or ``/v1/responses`` stream: events, not chunks.
 
-The chat stream's round (:class:`~ctxmw.runtime._readback_stream.ReadbackStream`) reads chat
-chunks; these two routes stream events, each of a content block (Messages: ``index``) or an
-output item (Responses: ``output_index``). :class:`EventStream` does the same with them: the
-events of a ``ctxmw_expand`` block or item are held back, the others pass with their index
-renumbered from 0 (on across the streams of one round), and the events that end the reply
-(``message_delta``, ``message_stop``; ``response.completed``) wait for the end of the
-provider's stream, when the reply is known:
+The round is the library's own: :class:`~ctxmw.runtime._readback_stream.ReadbackStream`, whose
+decisions are :class:`~ctxmw.runtime._readback.Round`'s. These two routes stream events, each of
+a content block (Messages: ``index``) or an output item (Responses: ``output_index``), so the
+stream's :class:`~ctxmw.runtime._readback_stream.Wire` is :class:`EventWire`: the events of a
+``ctxmw_expand`` block or item are held back, the others pass with their index renumbered from
+0 (on across the streams of one round), and the events that end the reply (``message_delta``,
+``message_stop``; ``response.completed``) wait for the end of the provider's stream, when the
+reply is known:
 
-* it only read back: the read-backs are answered, the waiting events dropped, and the model's
-  next reply (called through the router, streamed) goes on in the same stream, without its
-  opening events: the client sees one message;
-* otherwise the waiting events pass (a ``response.completed`` without the read-back items);
-  read-backs beside the client's own calls are kept for the next prompts, as for a whole reply.
+* it only read back: the waiting events are dropped, and the model's next reply goes on in the
+  same stream, without its opening events: the client sees one message;
+* otherwise the waiting events pass (a ``response.completed`` without the read-back items; a
+  ``message_delta`` whose stop reason is ``end_turn`` when no call is left).
 """
 
 from __future__ import annotations
 
 import copy
 import json
-from collections import deque
-from collections.abc import AsyncIterator
 from typing import Any
 
-from ctxmw.context.readback import READBACK_TOOL_NAME, split_readbacks
-from ctxmw.messages.form import tool_calls_of
+from ctxmw.context.readback import READBACK_TOOL_NAME
 from ctxmw.proxy._anthropic import chat_reply_of as anthropic_reply
 from ctxmw.proxy._anthropic import streamed_message
 from ctxmw.proxy._readback import ReadbackPlan, field_of, plain
 from ctxmw.proxy._responses import chat_reply_of as responses_reply
-from ctxmw.runtime._readback import READBACK_ROUNDS, warn_once
-from ctxmw.runtime._splices import Readbacks, Splice
+from ctxmw.runtime._readback import Verdict
+from ctxmw.runtime._readback_stream import ReadbackStream
 from ctxmw.runtime.turn import Turn
-from ctxmw.types import Message, Messages
+from ctxmw.types import Message
 
-__all__ = ["EventStream"]
+__all__ = ["EventWire", "event_stream"]
 
 _HEADS = {"message_start", "response.created", "response.in_progress"}
 _ENDS = {
@@ -46,7 +43,7 @@ _ENDS = {
 }
 
 
-class EventStream:
+def event_stream(inner: Any, plan: ReadbackPlan, turn: Turn, rounds: Any) -> ReadbackStream:
     """The client's stream of one request on ``/v1/messages`` or ``/v1/responses``.
 
     Args:
@@ -55,45 +52,29 @@ class EventStream:
         turn: gets the splice of read-backs beside the client's own calls.
         rounds: makes the extra calls and answers read-backs (:class:`._readback_hook.Rounds`).
     """
+    wire = EventWire(plan.route, rounds)
+    return ReadbackStream(inner, plan.prompt, turn, rounds, intercept=True, wire=wire)
 
-    def __init__(self, inner: Any, plan: ReadbackPlan, turn: Turn, rounds: Any) -> None:
-        self._plan, self._turn, self._rounds = plan, turn, rounds
-        self._anthropic = plan.route == "anthropic"
-        self._iter: AsyncIterator[Any] = inner.__aiter__()
-        self._ready: deque[Any] = deque()
-        self._raw: list[Any] = []  # this stream's events, parsed, as they came
+
+class EventWire:
+    """The events of one route's streams (see the module docstring).
+
+    Args:
+        route: ``anthropic`` (server-sent-event bytes) or ``responses`` (event objects).
+        rounds: gets, before each extra call, the reply it appends as the provider sent it.
+    """
+
+    def __init__(self, route: str, rounds: Any) -> None:
+        self._anthropic, self._rounds = route == "anthropic", rounds
         self._held: list[Any] = []  # the events that end the reply
         self._reads: set[int] = set()  # this stream's indexes of read-back blocks or items
         self._shown: dict[int, int] = {}  # this stream's other indexes -> the client's
         self._next = 0  # the client's next index
-        self._sent: Messages = list(plan.prompt)
         self._text = ""  # an unfinished server-sent event (bytes split anywhere)
-        self._n, self._done, self._first = 1, False, True
+        self._first = True
+        self._reply: Any = None  # the ended stream's reply, as the route's response
 
-    def __aiter__(self) -> EventStream:
-        return self
-
-    async def __anext__(self) -> Any:
-        while not self._ready:
-            if self._done:
-                raise StopAsyncIteration
-            try:
-                chunk = await self._iter.__anext__()
-            except StopAsyncIteration:
-                await self._ended()
-                continue
-            for event in self._events(chunk):
-                self._take(event)
-        return self._ready.popleft()
-
-    async def aclose(self) -> None:
-        """Stop: close the provider stream being read."""
-        self._done = True
-        close = getattr(self._iter, "aclose", None)
-        if close is not None:
-            await close()
-
-    def _events(self, chunk: Any) -> list[Any]:
+    def parse(self, chunk: Any) -> list[Any]:
         if not self._anthropic:
             return [chunk]
         self._text += chunk.decode("utf-8", "replace") if isinstance(chunk, bytes) else str(chunk)
@@ -105,85 +86,61 @@ class EventStream:
                 out.append(json.loads("".join(data)))
         return out
 
-    def _take(self, event: Any) -> None:
-        self._raw.append(event)
-        kind = str(getattr(field_of(event, "type"), "value", field_of(event, "type")))
+    def take(self, item: Any) -> list[Any]:
+        kind = _kind(item)
         if kind in _HEADS:
-            if self._first:
-                self._ready.append(self._out(_without_reads(event)))
-            return
+            return [self._out(_without_reads(item))] if self._first else []
         if kind in _ENDS:
-            self._held.append(event)
-            return
+            self._held.append(item)
+            return []
         key = "index" if self._anthropic else "output_index"
-        index = field_of(event, key)
+        index = field_of(item, key)
         if not isinstance(index, int):
-            self._ready.append(self._out(event))
-            return
-        if kind in ("content_block_start", "response.output_item.added") and _starts_read(event):
+            return [self._out(item)]
+        if kind in ("content_block_start", "response.output_item.added") and _starts_read(item):
             self._reads.add(index)
         if index in self._reads:
-            return
+            return []
         if index not in self._shown:
             self._shown[index] = self._next
             self._next += 1
-        self._ready.append(self._out(_with(event, key, self._shown[index])))
+        return [self._out(_with(item, key, self._shown[index]))]
+
+    def message(self, items: list[Any]) -> Message:
+        if self._anthropic:
+            self._reply = streamed_message(items)
+            chat = anthropic_reply(self._reply)
+        else:
+            ends = [e for e in items if _kind(e) == "response.output_item.done"]
+            self._reply = {"output": [plain(field_of(e, "item")) for e in ends]}
+            chat = responses_reply(self._reply)
+        message: Message = chat["choices"][0]["message"]
+        return message
+
+    def again(self) -> list[Any]:
+        self._rounds.reply = self._reply  # what the next call appends, as the provider sent it
+        self._held, self._reads, self._shown, self._first = [], set(), {}, False
+        return []
+
+    def end(self, verdict: Verdict) -> list[Any]:
+        return [self._out(self._ending(e, verdict)) for e in self._held]
 
     def _out(self, event: Any) -> Any:
         if not self._anthropic:
             return event
         return f"event: {event.get('type')}\ndata: {json.dumps(event)}\n\n".encode()
 
-    async def _ended(self) -> None:
-        """The provider's stream ended: answer and go on, or finish."""
-        await self._rounds_recorded()
-        message, reply = self._reply()
-        own, reads = split_readbacks(tool_calls_of(message))
-        if reads and not own and self._n <= READBACK_ROUNDS + 1:
-            answers = await self._rounds.answer(reads, refuse=self._n > READBACK_ROUNDS)
-            self._sent = [*self._sent, message, *answers]
-            self._rounds.reply = reply  # what the next call appends, as the provider sent it
-            inner = await self._rounds.again(self._sent)
-            self._iter = inner.__aiter__()
-            self._raw, self._held, self._reads, self._shown = [], [], set(), {}
-            self._n, self._first = self._n + 1, False
-            return
-        if reads and own:
-            answers = await self._rounds.answer(reads, refuse=False)
-            self._turn.add_readbacks(Readbacks.of(Splice(message, tuple(answers))))
-        elif reads:
-            warn_once()
-        self._ready.extend(self._out(self._ending(e, own=bool(own))) for e in self._held)
-        self._done = True
+    def _ending(self, event: Any, verdict: Verdict) -> Any:
+        """An ending event without the read-backs (``end_turn`` when no call is left)."""
+        if not self._anthropic:
+            return _without_reads(event)
+        if event.get("type") == "message_delta" and verdict.dropped and not verdict.own:
+            return {**event, "delta": {**(event.get("delta") or {}), "stop_reason": "end_turn"}}
+        return event
 
-    async def _rounds_recorded(self) -> None:
-        recorded = getattr(self._rounds, "recorded", None)
-        if recorded is not None:
-            await recorded(self._raw, None)
 
-    def _reply(self) -> tuple[Message, Any]:
-        """The reply this stream made, in chat form and as the route's response."""
-        if self._anthropic:
-            built = streamed_message(self._raw)
-            message: Message = anthropic_reply(built)["choices"][0]["message"]
-            return message, built
-        items = [
-            plain(field_of(e, "item"))
-            for e in self._raw
-            if str(getattr(field_of(e, "type"), "value", field_of(e, "type")))
-            == "response.output_item.done"
-        ]
-        message = responses_reply({"output": items})["choices"][0]["message"]
-        return message, {"output": items}
-
-    def _ending(self, event: Any, *, own: bool) -> Any:
-        """An ending event without the read-backs (the reply's stop reason when none is left)."""
-        if self._anthropic:
-            if event.get("type") == "message_delta" and not own:
-                delta = {**(event.get("delta") or {}), "stop_reason": "end_turn"}
-                return {**event, "delta": delta}
-            return event
-        return _without_reads(event)
+def _kind(event: Any) -> str:
+    return str(getattr(field_of(event, "type"), "value", field_of(event, "type")))
 
 
 def _without_reads(event: Any) -> Any:

@@ -9,14 +9,16 @@
    calls made through the router (:class:`Rounds`), and :func:`keep` for read-backs beside the
    client's own calls.
 
-A stream of ``/v1/messages`` or ``/v1/responses`` is read event by event
-(:mod:`._readback_events`).
+Every path drives the library's one round (:class:`~ctxmw.runtime._readback.Round`): a whole
+reply through :func:`~ctxmw.runtime._readback.read_back`, a stream through
+:class:`~ctxmw.runtime._readback_stream.ReadbackStream`, reading chat chunks or, on
+``/v1/messages`` and ``/v1/responses``, events (:mod:`._readback_events`).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
 
 from ctxmw.proxy import _inbox as inbox
@@ -24,7 +26,7 @@ from ctxmw.proxy import _readback_state as kept
 from ctxmw.proxy._guard import failed, http_error
 from ctxmw.proxy._pending import Pending
 from ctxmw.proxy._readback import ReadbackPlan, declare, router_call_kwargs, router_method
-from ctxmw.proxy._readback_events import EventStream
+from ctxmw.proxy._readback_events import event_stream
 from ctxmw.proxy.metrics import Metrics
 from ctxmw.proxy.telemetry import FleetRecorders
 from ctxmw.runtime._readback import read_back
@@ -80,7 +82,7 @@ def declare_tool(pending: Pending, sent: dict[str, Any], prompt: Messages) -> di
     plan = pending.readback
     if plan is None:
         return sent
-    declared = declare(plan.route, sent, prompt, reads_back=True)
+    declared = declare(plan.route, sent, reads_back=True)
     if declared is None:
         return sent
     plan.sent, plan.prompt = declared, prompt
@@ -89,7 +91,7 @@ def declare_tool(pending: Pending, sent: dict[str, Any], prompt: Messages) -> di
 
 class Rounds:
     """The extra calls of one request's round (:class:`~ctxmw.runtime._readback.Rounds`, and
-    :class:`~ctxmw.runtime._readback_stream.StreamRounds` for a chat stream).
+    :class:`~ctxmw.runtime._readback_stream.StreamRounds` for a stream, chat or events).
 
     Args:
         plan: the request's plan.
@@ -97,6 +99,8 @@ class Rounds:
         router: the proxy's router.
         wire: the request's chat wire (model, tools), for the ledger.
         reply: the reply being answered (None: a stream, whose reply is its chunks).
+        failed: awaited with the error when an extra call fails; what it raises goes on
+            (nothing: the error itself).
     """
 
     def __init__(
@@ -106,10 +110,12 @@ class Rounds:
         router: Any,
         wire: Mapping[str, Any],
         reply: Any = None,
+        failed: Callable[[Exception], Awaitable[None]] | None = None,
     ) -> None:
         self.plan, self.kwargs, self.router, self.wire = plan, kwargs, router, wire
         self.reply, self.answers, self.streams = reply, list[Any](), 0
         self._wire = dict(wire)  # the chat wire of the stream being read
+        self._failed = failed
 
     async def answer(self, calls: Sequence[Mapping[str, Any]], *, refuse: bool) -> Messages:
         self.answers = await self.plan.answer(calls, refuse=refuse)
@@ -117,9 +123,14 @@ class Rounds:
 
     async def again(self, sent: Messages) -> Any:
         self.kwargs = self.plan.follow(self.kwargs, sent, self.reply, self.answers)
-        if self.router is None:
-            raise RuntimeError("the proxy has no router (llm_router) to make the call through")
-        response = await router_method(self.router, self.plan.route)(**self.kwargs)
+        try:
+            if self.router is None:
+                raise RuntimeError("the proxy has no router (llm_router) to make the call through")
+            response = await router_method(self.router, self.plan.route)(**self.kwargs)
+        except Exception as exc:
+            if self._failed is not None:
+                await self._failed(exc)
+            raise
         self.reply = response
         if not self.kwargs.get("stream"):
             self.plan.calls.append(({**self.wire, "messages": sent}, response))
@@ -155,17 +166,29 @@ async def settle(
 
 
 def stream(
-    pending: Pending, data: Mapping[str, Any], response: Any, router: Any
-) -> tuple[ReadbackStream | EventStream, Turn]:
+    state: State,
+    pending: Pending,
+    data: Mapping[str, Any],
+    response: Any,
+    router: Any,
+    metrics: Metrics,
+) -> tuple[ReadbackStream, Turn]:
     """The client's stream for a ``response`` stream (chat chunks, or a route's events), and
-    the turn that gets its splice."""
+    the turn that gets its splice. An extra call that fails ends the stream as it answers a
+    whole reply: the claimed notes given back, HTTP 502 saying why."""
     plan = pending.readback
     assert plan is not None  # the hook calls this only for a declared plan
     kwargs = router_call_kwargs(plan, pending.request or data, stream=True)
     turn = Turn(working=[])
-    rounds = Rounds(plan, kwargs, router, pending.wire)
+
+    async def failed(exc: Exception) -> None:
+        if pending.notes:
+            await inbox.give_back(state, pending, metrics)
+        raise http_error(502, _failure(pending, exc)) from exc
+
+    rounds = Rounds(plan, kwargs, router, pending.wire, failed=failed)
     if plan.route != "chat":
-        return EventStream(response, plan, turn, rounds), turn
+        return event_stream(response, plan, turn, rounds), turn
     return ReadbackStream(response, plan.prompt, turn, rounds, intercept=True), turn
 
 

@@ -22,7 +22,7 @@ A request's path through the hooks (all in the process that accepted it):
    call for a request it translates goes as LiteLLM made it (:mod:`ctxmw.proxy._routes`).
 3. ``async_post_call_success_hook`` (before the client gets the answer; for a stream, as it is
    read): the model's ``ctxmw_expand`` calls are answered first (:mod:`._readback_hook`, the
-   tool declared in step 2 when the prompt shows a handle). Then the call is recorded
+   tool declared in step 2 whenever the chain can show a handle). Then the call is recorded
    against the conversation's previous one, the telemetry state and the notes are committed,
    and the record goes to the ledger, the spend-log metadata and Prometheus. For a stream,
    the same happens once the stream has been read to its end. No recording can turn the answer
@@ -223,7 +223,10 @@ class CtxmwProxyHook(CustomLogger):
         plan = pending.readback if pending is not None else None
         turn = None
         if pending is not None and plan is not None and plan.declared:
-            response, turn = readback.stream(pending, request_data, response, self._llm_router())
+            router, metrics = self._llm_router(), self._metrics
+            response, turn = readback.stream(
+                self.state, pending, request_data, response, router, metrics
+            )
         try:
             async for chunk in response:
                 chunks.append(chunk)

@@ -3,8 +3,9 @@
 Every model call of a conversation whose strategies can show read-back handles
 (:func:`~ctxmw.strategies._chain.reads_back`) declares
 :data:`~ctxmw.context.readback.READBACK_TOOL` after the caller's tools (:func:`tools_to_send`),
-and every reply is looked at before the caller gets it (:func:`read_back`; streams:
-:class:`~ctxmw.runtime._readback_stream.ReadbackStream`):
+and every reply is looked at before the caller gets it, by one :class:`Round` whichever the
+path: :func:`read_back` for a whole reply, :class:`~ctxmw.runtime._readback_stream.ReadbackStream`
+for a stream (chat chunks, or the LiteLLM Proxy's Messages and Responses events):
 
 * a reply whose tool calls all read back: ctxmw answers each one
   (:func:`~ctxmw.context.readback.answer`, from the strategies' input) and calls the model again
@@ -26,6 +27,7 @@ from __future__ import annotations
 import copy
 import logging
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from ctxmw.context.readback import (
@@ -42,7 +44,9 @@ from ctxmw.types import Message, Messages
 
 __all__ = [
     "READBACK_ROUNDS",
+    "Round",
     "Rounds",
+    "Verdict",
     "check_tool_names",
     "read_back",
     "refusal",
@@ -98,6 +102,60 @@ def check_tool_names(names: set[str], reads_back: bool) -> None:
         )
 
 
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What the round makes of one reply (:meth:`Round.after`).
+
+    Attributes:
+        again: the next call's prompt (the reply and its answers at its end), or None: the
+            reply is the caller's.
+        dropped: the caller gets the reply without its read-backs.
+        own: the reply calls the caller's own tools.
+    """
+
+    again: Messages | None = None
+    dropped: bool = False
+    own: bool = False
+
+
+class Round:
+    """The round's decisions, one reply at a time: the one implementation that a whole reply
+    (:func:`read_back`), a chat stream and the proxy's event streams
+    (:class:`~ctxmw.runtime._readback_stream.ReadbackStream`) all drive; they differ only in
+    how they read a reply and what they show the caller.
+
+    Args:
+        prompt: the prompt the strategies produced.
+        turn: gets the answered read-backs (the save_file's record) and the splice to keep.
+        rounds: answers read-backs.
+    """
+
+    def __init__(self, prompt: Messages, turn: Turn, rounds: Rounds) -> None:
+        self.sent, self._turn, self._rounds = prompt, turn, rounds
+        self._answered: Messages = []
+        self._n = 1
+
+    async def after(self, message: Message) -> Verdict:
+        """The verdict on the reply whose assistant message (chat form) is ``message``: its
+        read-backs answered (refused past :data:`READBACK_ROUNDS`) and the model called again,
+        or kept beside the caller's own calls, or dropped; see the module docstring."""
+        own, reads = split_readbacks(tool_calls_of(message))
+        if reads and not own and self._n <= READBACK_ROUNDS + 1:
+            answers = await self._rounds.answer(reads, refuse=self._n > READBACK_ROUNDS)
+            self._answered += [message, *answers]
+            self.sent = [*self.sent, message, *answers]
+            self._n += 1
+            return Verdict(again=self.sent)
+        if self._answered:
+            self._turn.add_readbacks(Readbacks(tuple(self._answered)))
+        if reads and own:
+            answers = await self._rounds.answer(reads, refuse=False)
+            self._turn.add_readbacks(Readbacks.of(Splice(message, tuple(answers))))
+        elif reads:
+            warn_once()
+        return Verdict(dropped=bool(reads), own=bool(own))
+
+
 async def read_back(
     response: Any,
     prompt: Messages,
@@ -113,34 +171,10 @@ async def read_back(
     ``message_of`` reads a reply's assistant message in chat form and ``strip`` removes its
     read-backs (default: :func:`without_readbacks`): the proxy's routes answer in other shapes.
     """
-    sent, answered = prompt, list[Message]()
-    strip = strip or without_readbacks
-    for n in range(1, READBACK_ROUNDS + 3):
-        message = message_of(response)
-        own, reads = split_readbacks(tool_calls_of(message))
-        if not reads:
-            break
-        if own:
-            answers = await rounds.answer(reads, refuse=False)
-            splice = Readbacks.of(Splice(message, tuple(answers)))
-            return _own_only(strip(response), turn, answered, splice)
-        if n > READBACK_ROUNDS + 1:
-            warn_once()
-            return _own_only(strip(response), turn, answered, None)
-        answers = await rounds.answer(reads, refuse=n > READBACK_ROUNDS)
-        answered += [message, *answers]
-        sent = [*sent, message, *answers]
-        response = await rounds.again(sent)
-    return _own_only(response, turn, answered, None)
-
-
-def _own_only(response: Any, turn: Turn, answered: Messages, splice: Readbacks | None) -> Any:
-    """Record the reply's read-backs in the turn; ``response`` is what the caller gets."""
-    if answered:
-        turn.add_readbacks(Readbacks(tuple(answered)))
-    if splice is not None:
-        turn.add_readbacks(splice)
-    return response
+    round_ = Round(prompt, turn, rounds)
+    while (verdict := await round_.after(message_of(response))).again is not None:
+        response = await rounds.again(verdict.again)
+    return (strip or without_readbacks)(response) if verdict.dropped else response
 
 
 def without_readbacks(response: Any) -> Any:

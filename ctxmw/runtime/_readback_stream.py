@@ -1,10 +1,15 @@
 """The read-back round of a streamed call: the caller's stream never carries a read-back.
 
-:class:`ReadbackStream` reads the provider's stream for the caller. Text deltas pass as they
-come. A tool-call delta of ``ctxmw_expand`` is held back; the caller's own tool-call deltas pass
-with their indices renumbered from 0, so the chunks the caller gets assemble into a
-well-formed message (``litellm.stream_chunk_builder``). The chunk that finishes the reply, and
-any after it (the usage), wait for the end of the provider's stream, when the reply is known:
+:class:`ReadbackStream` reads the provider's stream for the caller, and the round's decisions
+are :class:`~ctxmw.runtime._readback.Round`'s, as for a whole reply. What depends on the stream's
+format is a :class:`Wire`: chat chunks (:class:`ChatWire`, here), or the events of the proxy's
+``/v1/messages`` and ``/v1/responses`` (:class:`~ctxmw.proxy._readback_events.EventWire`).
+
+For chat chunks: text deltas pass as they come. A tool-call delta of ``ctxmw_expand`` is held
+back; the caller's own tool-call deltas pass with their indices renumbered from 0, so the
+chunks the caller gets assemble into a well-formed message (``litellm.stream_chunk_builder``).
+The chunk that finishes the reply, and any after it (the usage), wait for the end of the
+provider's stream, when the reply is known:
 
 * it only read back: ctxmw answers the read-backs, drops the waiting chunks (their text, if
   any, passes) and streams the model's next reply to the same prompt plus the reply and the
@@ -26,14 +31,13 @@ from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
 from ctxmw._litellm import stream_chunk_builder
-from ctxmw.context.readback import READBACK_TOOL_NAME, split_readbacks
-from ctxmw.messages.form import response_message, tool_calls_of
-from ctxmw.runtime._readback import READBACK_ROUNDS, Rounds, set_field, warn_once
-from ctxmw.runtime._splices import Readbacks, Splice
+from ctxmw.context.readback import READBACK_TOOL_NAME
+from ctxmw.messages.form import response_message
+from ctxmw.runtime._readback import Round, Rounds, Verdict, set_field
 from ctxmw.runtime.turn import Turn
 from ctxmw.types import Message, Messages
 
-__all__ = ["ReadbackStream", "StreamRounds"]
+__all__ = ["ChatWire", "ReadbackStream", "StreamRounds", "Wire"]
 
 
 class StreamRounds(Rounds, Protocol):
@@ -41,6 +45,31 @@ class StreamRounds(Rounds, Protocol):
 
     async def recorded(self, chunks: list[Any], stream: Any) -> None:
         """Record the call whose stream ended with ``chunks``."""
+        ...
+
+
+class Wire(Protocol):
+    """What a stream's format decides: what of each item the caller gets, and when."""
+
+    def parse(self, chunk: Any) -> list[Any]:
+        """The items (chunks, events) a chunk of the provider's stream holds."""
+        ...
+
+    def take(self, item: Any) -> list[Any]:
+        """What the caller gets of ``item`` now (what ends the reply is held)."""
+        ...
+
+    def message(self, items: list[Any]) -> Message:
+        """The assistant message (chat form) of a provider stream that ended with ``items``."""
+        ...
+
+    def again(self) -> list[Any]:
+        """The reply only read back and the next stream follows: what the caller gets of the
+        held items; the next stream's items are read afresh."""
+        ...
+
+    def end(self, verdict: Verdict) -> list[Any]:
+        """The reply is the caller's: the held items it gets, as ``verdict`` leaves them."""
         ...
 
 
@@ -53,21 +82,25 @@ class ReadbackStream:
         turn: the turn, which gets the reply's read-back lines for the save_file.
         rounds: makes the extra calls, answers read-backs, records each stream.
         intercept: whether read-backs are answered here (False: chunks pass unchanged).
+        wire: the stream's format (default: chat chunks, :class:`ChatWire`).
     """
 
     def __init__(
-        self, inner: Any, prompt: Messages, turn: Turn, rounds: StreamRounds, *, intercept: bool
+        self,
+        inner: Any,
+        prompt: Messages,
+        turn: Turn,
+        rounds: StreamRounds,
+        *,
+        intercept: bool,
+        wire: Wire | None = None,
     ) -> None:
         self._inner = inner
         self._iter: AsyncIterator[Any] = inner.__aiter__()
-        self._sent, self._turn, self._rounds, self._intercept = prompt, turn, rounds, intercept
-        self._ready: deque[Any] = deque()  # chunks for the caller
-        self._raw: list[Any] = []  # the provider stream's chunks, as they came
-        self._held: list[Any] = []  # the finishing chunk and those after it
-        self._kinds: dict[Any, bool] = {}  # tool-call index -> whether it reads back
-        self._own: dict[Any, int] = {}  # the caller's own calls: index -> index the caller sees
-        self._answered: Messages = []
-        self._n = 1
+        self._round, self._rounds, self._intercept = Round(prompt, turn, rounds), rounds, intercept
+        self._wire: Wire = wire if wire is not None else ChatWire()
+        self._ready: deque[Any] = deque()  # items for the caller
+        self._raw: list[Any] = []  # the provider stream's items, as they came
         self._done = False
 
     def __aiter__(self) -> ReadbackStream:
@@ -82,8 +115,9 @@ class ReadbackStream:
             except StopAsyncIteration:
                 await self._ended()
                 continue
-            self._raw.append(chunk)
-            self._take(chunk)
+            for item in self._wire.parse(chunk):
+                self._raw.append(item)
+                self._ready.extend(self._wire.take(item) if self._intercept else [item])
         return self._ready.popleft()
 
     async def aclose(self) -> None:
@@ -97,15 +131,55 @@ class ReadbackStream:
     def __getattr__(self, name: str) -> Any:
         return getattr(self._inner, name)
 
-    def _take(self, chunk: Any) -> None:
+    async def _ended(self) -> None:
+        """The provider's stream ended: record it; go on with the next one, or finish."""
+        await self._rounds.recorded(self._raw, self._inner)
         if not self._intercept:
-            self._ready.append(chunk)
+            self._done = True
             return
-        chunk = self._own_calls_only(chunk)
+        verdict = await self._round.after(self._wire.message(self._raw))
+        if verdict.again is None:
+            self._ready.extend(self._wire.end(verdict))
+            self._done = True
+            return
+        self._ready.extend(self._wire.again())
+        self._raw = []
+        self._inner = await self._rounds.again(verdict.again)
+        self._iter = self._inner.__aiter__()
+
+
+class ChatWire:
+    """Chat chunks (see the module docstring): the read-backs' deltas held back, the caller's
+    own calls renumbered, the finishing chunk and those after it held."""
+
+    def __init__(self) -> None:
+        self._held: list[Any] = []  # the finishing chunk and those after it
+        self._kinds: dict[Any, bool] = {}  # tool-call index -> whether it reads back
+        self._own: dict[Any, int] = {}  # the caller's own calls: index -> index the caller sees
+
+    def parse(self, chunk: Any) -> list[Any]:
+        return [chunk]
+
+    def take(self, item: Any) -> list[Any]:
+        chunk = self._own_calls_only(item)
         if self._held or _finishes(chunk):
             self._held.append(chunk)
-        else:
-            self._ready.append(chunk)
+            return []
+        return [chunk]
+
+    def message(self, items: list[Any]) -> Message:
+        built = stream_chunk_builder(items)  # its calls only: no prompt to count
+        return response_message(built) if built is not None else {}
+
+    def again(self) -> list[Any]:
+        text = [_finished(c, None) for c in self._held if _has_text(c)]
+        self._held, self._kinds, self._own = [], {}, {}
+        return text
+
+    def end(self, verdict: Verdict) -> list[Any]:
+        if verdict.dropped and not verdict.own:
+            return [_finished(c, "stop") for c in self._held]
+        return self._held
 
     def _own_calls_only(self, chunk: Any) -> Any:
         """``chunk`` without read-back deltas, own calls renumbered (a copy when changed)."""
@@ -132,43 +206,6 @@ class ReadbackStream:
                 kept.append(call)
         set_field(_delta(chunk), "tool_calls", kept or None)
         return chunk
-
-    async def _ended(self) -> None:
-        """The provider's stream ended: record it; go on with the next one, or finish."""
-        await self._rounds.recorded(self._raw, self._inner)
-        if not self._intercept:
-            self._done = True
-            return
-        built = stream_chunk_builder(self._raw)  # its calls only: no prompt to count
-        message: Message = response_message(built) if built is not None else {}
-        own, reads = split_readbacks(tool_calls_of(message))
-        if reads and not own and self._n <= READBACK_ROUNDS + 1:
-            await self._again(message, reads)
-            return
-        splice = None
-        if reads and own:
-            answers = await self._rounds.answer(reads, refuse=False)
-            splice = Readbacks.of(Splice(message, tuple(answers)))
-        elif reads:
-            warn_once()
-            self._held = [_finished(c, "stop") for c in self._held]
-        if self._answered:
-            self._turn.add_readbacks(Readbacks(tuple(self._answered)))
-        if splice is not None:
-            self._turn.add_readbacks(splice)
-        self._ready.extend(self._held)
-        self._done = True
-
-    async def _again(self, message: Message, reads: list[Any]) -> None:
-        """Answer a reply that only read back, and stream the model's next reply."""
-        answers = await self._rounds.answer(reads, refuse=self._n > READBACK_ROUNDS)
-        self._answered += [message, *answers]
-        self._sent = [*self._sent, message, *answers]
-        self._ready.extend(_finished(c, None) for c in self._held if _has_text(c))
-        self._raw, self._held, self._kinds, self._own = [], [], {}, {}
-        self._n += 1
-        self._inner = await self._rounds.again(self._sent)
-        self._iter = self._inner.__aiter__()
 
 
 def _get(obj: Any, name: str) -> Any:

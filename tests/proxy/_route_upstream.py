@@ -12,7 +12,9 @@ Responses are stored by id, so a ``previous_response_id`` chain is resolved and 
 
 With ``read_back``, a request that declares ``ctxmw_expand``, shows a read-back handle and
 holds no read-back yet is answered with a call reading lines 1-3 of the first handle it shows
-(ctxmw answers it, and calls again with the answer at the end of the prompt).
+(ctxmw answers it, and calls again with the answer at the end of the prompt); with ``mixed``
+too, that answer makes its usual ``read_file`` call and the read-back after it (ctxmw keeps the
+read-back for the next prompts, and the client gets its own call only).
 """
 
 from __future__ import annotations
@@ -35,12 +37,19 @@ from tests._route_formats import (
 )
 from tests.proxy._harness import reply
 
-__all__ = ["OUTPUT_TOKENS", "Reported", "RouteUpstream"]
+__all__ = ["OUTPUT_TOKENS", "Call", "Reported", "RouteUpstream"]
 
 OUTPUT_TOKENS = 20
 READBACK = "ctxmw_expand"
 _CALLED = '"name": "ctxmw_expand"'
 _HANDLE = re.compile(r"ctxmw_expand handle ([0-9a-f]{16})")
+
+
+class Call(NamedTuple):
+    """One tool call of the scripted model: the tool's name and its arguments."""
+
+    name: str
+    arguments: dict[str, Any]
 
 
 class Reported(NamedTuple):
@@ -60,8 +69,8 @@ class RouteUpstream:
         reported: per request, the usage its answer reported (None when refused).
     """
 
-    def __init__(self, *, read_back: bool = False) -> None:
-        self.read_back = read_back
+    def __init__(self, *, read_back: bool = False, mixed: bool = False) -> None:
+        self.read_back, self.mixed = read_back, mixed
         self.requests: list[tuple[str, dict[str, Any]]] = []
         self.problems: list[list[str]] = []
         self.reported: list[Reported | None] = []
@@ -109,17 +118,20 @@ class RouteUpstream:
                 return 400, _error(api, problems), []
             usage = Reported(*self._cached(units), OUTPUT_TOKENS)
             self.reported.append(usage)
-            response, events = answer(n, body, usage, tool=self._tool(n, body))
+            response, events = answer(n, body, usage, tools=self._tools(n, body))
             return 200, response, events
 
-    def _tool(self, n: int, body: dict[str, Any]) -> tuple[str, dict[str, Any]]:
-        """The call the scripted model makes: ``read_file``, or a read-back (see the module doc)."""
+    def _tools(self, n: int, body: dict[str, Any]) -> list[Call]:
+        """The calls the scripted model makes: ``read_file``, a read-back, or both (see the
+        module doc); the first has the request's id, the others that id and ``_<i>``."""
         tools = json.dumps(body.get("tools") or [])
         rest = json.dumps({k: v for k, v in body.items() if k != "tools"})
         shown = _HANDLE.findall(rest)
+        own = Call("read_file", _arguments(n))
         if self.read_back and READBACK in tools and shown and _CALLED not in rest:
-            return READBACK, {"handle": shown[0], "start": 1, "end": 3}
-        return "read_file", _arguments(n)
+            read = Call(READBACK, {"handle": shown[0], "start": 1, "end": 3})
+            return [own, read] if self.mixed else [read]
+        return [own]
 
     def _chain(self, body: dict[str, Any], problems: list[str]) -> list[Any]:
         given = body.get("input")
@@ -154,15 +166,14 @@ class RouteUpstream:
         usage: Reported,
         *,
         items: list[Any],
-        tool: tuple[str, dict[str, Any]],
+        tools: list[Call],
     ) -> tuple[dict[str, Any], list[Any]]:
         text = {"type": "output_text", "text": _text(n), "annotations": []}
         message = {"type": "message", "id": f"msg_{n}", "status": "completed"}
-        call = {"type": "function_call", "id": f"fc_{n}", "call_id": f"call_{n}"}
-        output = [
-            {**message, "role": "assistant", "content": [text]},
-            {**call, "name": tool[0], "arguments": json.dumps(tool[1])},
-        ]
+        output = [{**message, "role": "assistant", "content": [text]}]
+        for i, tool in enumerate(tools):
+            call = {"type": "function_call", "id": _id("fc", n, i), "call_id": _id("call", n, i)}
+            output.append({**call, "name": tool.name, "arguments": json.dumps(tool.arguments)})
         response_id = f"resp_{n}"
         self._stored[response_id] = [*items, *output]
         response = {
@@ -204,6 +215,12 @@ def _api(path: str) -> str:
     return "messages" if path.endswith("/messages") else "responses"
 
 
+def _id(prefix: str, n: int, i: int) -> str:
+    """The id of the ``i``-th call of the ``n``-th answer (``toolu_0007``, ``call_7_1``)."""
+    base = f"{prefix}_{n:04d}" if prefix == "toolu" else f"{prefix}_{n}"
+    return f"{base}_{i}" if i else base
+
+
 def _text(n: int) -> str:
     return f"Reading file {n}."
 
@@ -220,11 +237,17 @@ def _error(api: str, problems: list[str]) -> dict[str, Any]:
 
 
 def _chat(
-    n: int, body: dict[str, Any], usage: Reported, *, tool: tuple[str, dict[str, Any]]
+    n: int, body: dict[str, Any], usage: Reported, *, tools: list[Call]
 ) -> tuple[dict[str, Any], list[Any]]:
-    call = {"id": f"call_{n}", "type": "function"}
-    call["function"] = {"name": tool[0], "arguments": json.dumps(tool[1])}
-    message = {"role": "assistant", "content": _text(n), "tool_calls": [call]}
+    calls = [
+        {
+            "id": _id("call", n, i),
+            "type": "function",
+            "function": {"name": t.name, "arguments": json.dumps(t.arguments)},
+        }
+        for i, t in enumerate(tools)
+    ]
+    message = {"role": "assistant", "content": _text(n), "tool_calls": calls}
     chat_usage = {
         "prompt_tokens": usage.prompt,
         "completion_tokens": usage.completion,
@@ -237,7 +260,7 @@ def _chat(
     chunk = {**head, "object": "chat.completion.chunk"}
     deltas = [
         {"role": "assistant", "content": _text(n)},
-        {"tool_calls": [{"index": 0, **call}]},
+        *({"tool_calls": [{"index": i, **call}]} for i, call in enumerate(calls)),
     ]
     events = [{**chunk, "choices": [{"index": 0, "delta": d}]} for d in deltas]
     events.append({**chunk, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}]})
@@ -247,9 +270,12 @@ def _chat(
 
 
 def _message(
-    n: int, body: dict[str, Any], usage: Reported, *, tool: tuple[str, dict[str, Any]]
+    n: int, body: dict[str, Any], usage: Reported, *, tools: list[Call]
 ) -> tuple[dict[str, Any], list[Any]]:
-    use = {"type": "tool_use", "id": f"toolu_{n:04d}", "name": tool[0], "input": tool[1]}
+    uses = [
+        {"type": "tool_use", "id": _id("toolu", n, i), "name": t.name, "input": t.arguments}
+        for i, t in enumerate(tools)
+    ]
     message_usage = {
         "input_tokens": usage.prompt - usage.cached,
         "output_tokens": usage.completion,
@@ -257,16 +283,19 @@ def _message(
         "cache_creation_input_tokens": 0,
     }
     message = {"id": f"msg_{n}", "type": "message", "role": "assistant", "model": body["model"]}
-    message |= {"content": [{"type": "text", "text": _text(n)}, use], "stop_reason": "tool_use"}
+    message |= {"content": [{"type": "text", "text": _text(n)}, *uses], "stop_reason": "tool_use"}
     message |= {"stop_sequence": None, "usage": message_usage}
     start = {**message, "content": [], "stop_reason": None, "usage": {**message_usage}}
     start["usage"]["output_tokens"] = 1
     events: list[Any] = [{"type": "message_start", "message": start}]
     blocks = [
         ({"type": "text", "text": ""}, {"type": "text_delta", "text": _text(n)}),
-        (
-            {**use, "input": {}},
-            {"type": "input_json_delta", "partial_json": json.dumps(use["input"])},
+        *(
+            (
+                {**use, "input": {}},
+                {"type": "input_json_delta", "partial_json": json.dumps(use["input"])},
+            )
+            for use in uses
         ),
     ]
     for i, (block, delta) in enumerate(blocks):
